@@ -1,0 +1,76 @@
+"""gpudask_jupyter: Dask on GPUs from a notebook.
+
+``%load_ext gpudask_jupyter`` registers ``%gpu_cluster``, ``%%to_gpu`` and ``%%to_cpu``. Importing
+this package (or loading the extension) imports none of dask, distributed, pandas, NumPy, CuPy,
+cuDF or NVML: a notebook that only loads the extension pays nothing for what it does not use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+_magics: Any = None
+
+_LAZY = {
+    "to_gpu": ("gpudask_jupyter.convert", "to_gpu"),
+    "to_cpu": ("gpudask_jupyter.convert", "to_cpu"),
+    "Panel": ("gpudask_jupyter.widget", "Panel"),
+    "ClusterSession": ("gpudask_jupyter.cluster", "ClusterSession"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'gpudask_jupyter' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
+def load_ipython_extension(ipython: InteractiveShell) -> None:
+    global _magics
+    from .magics import GpuDaskMagics
+
+    if _magics is not None:
+        unload_ipython_extension(ipython)
+    _magics = GpuDaskMagics(shell=ipython, parent=ipython)
+    ipython.register_magics(_magics)
+    ipython.configurables.append(_magics)
+
+
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
+    """Close what the extension started, so that unloading (or reloading) leaves no process."""
+    global _magics
+    import sys
+
+    from . import config
+
+    cluster = sys.modules.get("gpudask_jupyter.cluster")
+    if cluster is not None:
+        cluster.close_current()
+    for module_name, hook in (
+        ("gpudask_jupyter.convert.staging", "release"),
+        ("gpudask_jupyter.monitor", "stop_all"),
+    ):
+        module = sys.modules.get(module_name)
+        if module is not None:
+            getattr(module, hook)()
+    if _magics is not None:
+        table = ipython.magics_manager.magics
+        for kind, names in _magics.magics.items():
+            for name in names:
+                table[kind].pop(name, None)
+        if _magics in ipython.configurables:
+            ipython.configurables.remove(_magics)
+        _magics = None
+    config.clear_overrides()

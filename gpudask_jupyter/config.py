@@ -1,0 +1,160 @@
+"""Every option of the package, documented once, here.
+
+Values come from, in order: IPython's ``%config GpuDaskMagics.<name> = ...`` in this kernel, then
+``dask.config`` under the key ``gpudask`` (so YAML files and ``DASK_GPUDASK__<NAME>`` environment
+variables work as for any Dask setting), then the default below. ``%gpu_cluster config`` prints the
+table with the values in effect; the README's table is generated from :data:`OPTIONS` and a test
+keeps the two equal.
+
+dask is imported on the first :func:`get`, never at import time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .units import format_bytes, parse_bytes, parse_seconds
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off", ""}:
+            return False
+        raise ValueError(f"not a boolean: {value!r}")
+    return bool(value)
+
+
+def _positive_int(value: Any) -> int:
+    number = int(value)
+    if number < 0:
+        raise ValueError(f"must be 0 or more: {value!r}")
+    return number
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    default: Any
+    parse: Callable[[Any], Any]
+    doc: str
+
+    def show(self, value: Any) -> str:
+        """A parsed value written the way a user would type it."""
+        if self.parse is parse_bytes:
+            return format_bytes(value)
+        if self.parse is parse_seconds:
+            return f"{value:g}s"
+        return str(value)
+
+    @property
+    def attr(self) -> str:
+        """The spelling for ``%config GpuDaskMagics.<attr>``."""
+        return self.name.replace("-", "_")
+
+
+OPTIONS: dict[str, Option] = {
+    opt.name: opt
+    for opt in [
+        Option(
+            "require-gpu",
+            False,
+            _bool,
+            "Make `%gpu_cluster start` and `%%to_gpu` fail when no GPU is usable, instead of "
+            "falling back to the CPU with a warning.",
+        ),
+        Option(
+            "nvml",
+            True,
+            _bool,
+            "Read this machine's GPUs through NVML. `false` hides them from the package (the "
+            "cluster falls back to the CPU and the panel shows only the task stream).",
+        ),
+        Option(
+            "startup-timeout",
+            "60s",
+            parse_seconds,
+            "Seconds `%gpu_cluster start`, `scale` and `restart` wait for workers before failing.",
+        ),
+        Option(
+            "pinned-buffer",
+            "256MiB",
+            parse_bytes,
+            "Most page-locked host memory the fast transfer path holds (allocated once on first "
+            "use, reused, released by `%unload_ext`).",
+        ),
+        Option(
+            "transfer-threshold",
+            "16MiB",
+            parse_bytes,
+            "Arrays and columns at least this large go through the pinned, pipelined copy; "
+            "smaller ones use the library's own copy.",
+        ),
+        Option(
+            "transfer-threads",
+            0,
+            _positive_int,
+            "Host threads that fill and drain the pinned buffers; 0 picks one per two CPU cores "
+            "(at most 8).",
+        ),
+        Option(
+            "refresh-interval",
+            "1s",
+            parse_seconds,
+            "Seconds between panel and sidebar samples; clamped to 0.25–10.",
+        ),
+        Option(
+            "history",
+            "5min",
+            parse_seconds,
+            "Seconds of GPU history and task stream the panel keeps; clamped to 10–3600.",
+        ),
+    ]
+}
+
+_overrides: dict[str, Any] = {}
+
+
+def get(name: str) -> Any:
+    """The value in effect for option ``name`` (parsed, so callers get bytes and seconds)."""
+    option = OPTIONS[name]
+    if name in _overrides:
+        return _overrides[name]
+    import dask.config
+
+    raw = dask.config.get(f"gpudask.{name}", default=None)
+    if raw is None:
+        return option.parse(option.default)
+    try:
+        return option.parse(raw)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"dask config gpudask.{name}: {err}") from None
+
+
+def set_override(name: str, value: Any) -> None:
+    """Set from IPython's ``%config``; ``None`` removes the override."""
+    option = OPTIONS[name]
+    if value is None:
+        _overrides.pop(name, None)
+    else:
+        _overrides[name] = option.parse(value)
+
+
+def clear_overrides() -> None:
+    _overrides.clear()
+
+
+def markdown_table() -> str:
+    """The README's option table (the README must contain exactly this)."""
+    lines = [
+        "| option (`dask.config` key `gpudask.<option>`) | `%config GpuDaskMagics.<name>` "
+        "| default | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
+    for opt in OPTIONS.values():
+        lines.append(f"| `{opt.name}` | `{opt.attr}` | `{opt.default}` | {opt.doc} |")
+    return "\n".join(lines)

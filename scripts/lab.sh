@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Starts JupyterLab with gpudask_jupyter installed and the workshop notebooks open, on a fresh
+# Debian machine with Python 3.11+ and Node 20+ (Node builds the lab extension once). Works
+# without a GPU: the notebooks then run on the CPU and say so. With NVIDIA GPUs, add the GPU
+# libraries first:  GPUDASK_EXTRAS=gpu ./scripts/lab.sh
+#
+#   ./scripts/lab.sh [jupyter lab arguments, e.g. --port 8899 --no-browser]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".${GPUDASK_EXTRAS:+[$GPUDASK_EXTRAS]}"
+mkdir -p notebooks
+exec .venv/bin/jupyter lab --notebook-dir=notebooks "$@"

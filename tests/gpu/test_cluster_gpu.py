@@ -1,0 +1,112 @@
+"""%gpu_cluster on real GPUs: one worker per GPU, bound to it, with the options taking effect."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import spawned_workers, wait_gone
+from IPython.core.error import UsageError
+
+from gpudask_jupyter import cluster, nvml
+
+pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
+
+
+def _context_uuid() -> dict[str, object]:
+    """Runs in a worker: the UUID of the device its CUDA context is on, and its allocator."""
+    import os
+
+    import cupy
+
+    cupy.cuda.runtime.setDevice(0)
+    raw = bytes(cupy.cuda.runtime.getDeviceProperties(0)["uuid"])
+    h = raw.hex()
+    uuid = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    try:
+        import rmm
+
+        resource = type(rmm.mr.get_current_device_resource()).__name__
+    except ImportError:
+        resource = "no rmm"
+    return {"uuid": uuid, "cvd": os.environ.get("CUDA_VISIBLE_DEVICES"), "resource": resource}
+
+
+def _by_uuid() -> dict[str, nvml.Device]:
+    return {d.uuid: d for d in nvml.devices()}
+
+
+def test_one_worker_per_gpu_each_bound_to_its_own(shell, capsys) -> None:
+    devices = [d for d in nvml.devices() if not d.is_mig]
+    client = shell.run_line_magic("gpu_cluster", "start")
+    out = capsys.readouterr().out
+    assert f"GPU Dask cluster: {len(devices)} worker" in out
+    assert devices[0].name in out
+    seen = client.run(_context_uuid)
+    uuids = [info["uuid"] for info in seen.values()]
+    assert sorted(uuids) == sorted(d.uuid for d in devices)  # every GPU once, none twice
+    for info in seen.values():
+        device = _by_uuid()[info["uuid"]]
+        assert str(info["cvd"]).split(",")[0] == str(device.index)
+    assert len(spawned_workers()) == len(devices)
+
+
+def test_gpus_subset_by_index_and_uuid(shell) -> None:
+    devices = [d for d in nvml.devices() if not d.is_mig]
+    last = devices[-1]
+    client = shell.run_line_magic("gpu_cluster", f"start --gpus {last.index}")
+    (info,) = client.run(_context_uuid).values()
+    assert info["uuid"] == last.uuid
+    shell.run_line_magic("gpu_cluster", "stop")
+    client = shell.run_line_magic("gpu_cluster", f"start --gpus {devices[0].uuid}")
+    (info,) = client.run(_context_uuid).values()
+    assert info["uuid"] == devices[0].uuid
+
+
+def test_missing_gpu_index_is_refused(shell) -> None:
+    count = len(nvml.devices())
+    with pytest.raises(UsageError, match=f"no GPU {count + 3} on this machine"):
+        shell.run_line_magic("gpu_cluster", f"start --gpus {count + 3}")
+    with pytest.raises(UsageError, match="only 1 GPU"):
+        shell.run_line_magic("gpu_cluster", "start --gpus 0 --n-workers 2")
+    assert spawned_workers() == []
+
+
+def test_rmm_pool_takes_effect_and_shows_in_memory(shell) -> None:
+    device = nvml.devices()[0]
+    before = {s.uuid: s.memory_used for s in nvml.sample()}[device.uuid]
+    client = shell.run_line_magic("gpu_cluster", "start --gpus 0 --rmm-pool-size 4GiB")
+    (info,) = client.run(_context_uuid).values()
+    assert info["resource"] in {"PoolMemoryResource", "TrackingResourceAdaptor"}, info
+    after = {s.uuid: s.memory_used for s in nvml.sample()}[device.uuid]
+    assert after - before >= 4 * 2**30
+
+
+def test_rmm_async_takes_effect(shell) -> None:
+    client = shell.run_line_magic("gpu_cluster", "start --gpus 0 --rmm-async")
+    (info,) = client.run(_context_uuid).values()
+    assert info["resource"] == "CudaAsyncMemoryResource", info
+
+
+def test_status_shows_heartbeat_gpu_figures_and_scale(shell, capsys) -> None:
+    devices = [d for d in nvml.devices() if not d.is_mig]
+    client = shell.run_line_magic("gpu_cluster", "start")
+    client.run(_context_uuid)
+    capsys.readouterr()
+    shell.run_line_magic("gpu_cluster", "status")
+    out = capsys.readouterr().out
+    assert "GPU cluster at tcp://127.0.0.1:" in out
+    assert devices[0].name in out and "%" in out
+    with pytest.raises(UsageError, match=f"this cluster has {len(devices)} GPU"):
+        shell.run_line_magic("gpu_cluster", f"scale {len(devices) + 1}")
+    shell.run_line_magic("gpu_cluster", "scale 1")
+    assert len(client.scheduler_info()["workers"]) == 1
+    shell.run_line_magic("gpu_cluster", "restart")
+    assert len(client.scheduler_info()["workers"]) == 1
+
+
+def test_stop_frees_every_worker(shell) -> None:
+    shell.run_line_magic("gpu_cluster", "start")
+    workers = spawned_workers()
+    assert workers
+    shell.run_line_magic("gpu_cluster", "stop")
+    assert wait_gone(workers) == []
+    assert cluster.current() is None

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import pytest
+
+from gpudask_jupyter.table import Table
+from gpudask_jupyter.units import format_bytes, parse_bytes, parse_seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("16GB", 16 * 10**9), ("1.5 GiB", 3 * 2**29), ("4096", 4096), ("512MiB", 2**29), (10, 10)],
+)
+def test_parse_bytes(text: str | int, value: int) -> None:
+    assert parse_bytes(text) == value
+
+
+@pytest.mark.parametrize("text", ["lots", "-1", "5 parsecs", ""])
+def test_parse_bytes_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="not a size"):
+        parse_bytes(text)
+
+
+def test_seconds_and_format() -> None:
+    assert parse_seconds("500ms") == 0.5
+    assert parse_seconds("2min") == 120
+    assert format_bytes(141 * 2**30) == "141 GiB"
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_seconds("soon")
+
+
+def test_table_escapes_html_and_aligns_text() -> None:
+    table = Table("t <b>", ["name", "value"])
+    table.add("<img src=x onerror=alert(1)>", 1)
+    table.links.append(("dashboard", "javascript:alert(1)"))
+    html = table._repr_html_()
+    assert "<img" not in html and "&lt;img" in html
+    assert 'href="javascript' not in html
+    text = str(table)
+    assert text.splitlines()[1].startswith("  name")
