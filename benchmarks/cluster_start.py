@@ -73,7 +73,9 @@ def _anchor_cpu(n_workers: int) -> Callable[[], float]:
     return run
 
 
-def measure(label: str, ours: Callable[[], float], anchor: Callable[[], float], repeat: int) -> list[str]:
+def measure(
+    label: str, ours: Callable[[], float], anchor: Callable[[], float], repeat: int
+) -> list[str]:
     ours(), anchor()  # warm both: imports, first CUDA init, spawn caches
     mine, theirs = [], []
     for _ in range(repeat):

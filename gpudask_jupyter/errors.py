@@ -30,6 +30,7 @@ class ConversionError(GpuDaskError):
         self.name = name
         self.cause = cause
         self.hint = hint
+        self.details = ""  # the library's traceback, as text, for a bug report
         message = f"{name}: {cause}"
         if hint:
             message += f"; {hint}"

@@ -12,17 +12,20 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Float, Integer, Unicode, observe
 
 from . import config
 from .errors import GpuDaskError
 from .gpus import parse_spec
 from .units import parse_bytes, parse_seconds
+
+if TYPE_CHECKING:
+    from .convert.registry import Direction
 
 # -- argument types: each raises ArgumentTypeError with a sentence argparse shows as is ----------
 
@@ -239,6 +242,82 @@ def _stop() -> None:
 @ma.magic_arguments(name="gpu_cluster config")
 def _config() -> None:
     """Show every gpudask option, its value in effect and where to set it."""
+
+
+def _name(text: str) -> str:
+    if not text.isidentifier():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a variable name")
+    return text
+
+
+def _device(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a GPU number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+@ma.magic_arguments(name="to_gpu")
+@ma.argument(
+    "names",
+    nargs="*",
+    type=_name,
+    metavar="NAME",
+    help="variables to move (default: every name the cell created or re-bound)",
+)
+@ma.argument(
+    "--exclude",
+    nargs="+",
+    type=_name,
+    default=[],
+    action="extend",
+    metavar="NAME",
+    help="variables to leave on the host",
+)
+@ma.argument(
+    "--device", type=_device, metavar="N", help="GPU to move to (default: the current one)"
+)
+@ma.argument("-q", "--quiet", action="store_true", help="no summary table")
+@ma.argument(
+    "--require-gpu",
+    action="store_true",
+    help="fail instead of leaving data on the host when no GPU is usable",
+)
+def _to_gpu() -> None:
+    """Run the cell, then move the pandas / NumPy / Dask objects it created onto the GPU.
+
+    pandas → cuDF, NumPy → CuPy, Dask DataFrame / Array → cuDF- / CuPy-backed (lazily). Either
+    every name is moved or none is: if one fails, all keep their original objects.
+    """
+
+
+@ma.magic_arguments(name="to_cpu")
+@ma.argument(
+    "names",
+    nargs="*",
+    type=_name,
+    metavar="NAME",
+    help="variables to move (default: every name the cell created or re-bound)",
+)
+@ma.argument(
+    "--exclude",
+    nargs="+",
+    type=_name,
+    default=[],
+    action="extend",
+    metavar="NAME",
+    help="variables to leave on the GPU",
+)
+@ma.argument("-q", "--quiet", action="store_true", help="no summary table")
+def _to_cpu() -> None:
+    """Run the cell, then move the cuDF / CuPy / GPU-backed Dask objects it created to the host.
+
+    cuDF → pandas, CuPy → NumPy, GPU-backed Dask collections → pandas- / NumPy-backed. Either
+    every name is moved or none is.
+    """
 
 
 SUBCOMMANDS: dict[str, Callable[[], None]] = {
@@ -499,6 +578,69 @@ class GpuDaskMagics(Magics):
             print(f"Detached from {address}; that cluster keeps running.")
         else:
             print("Cluster stopped; its workers are gone.")
+
+    # -- %%to_gpu / %%to_cpu -----------------------------------------------------------------------
+
+    @cell_magic
+    def to_gpu(self, line: str, cell: str) -> None:
+        self._move(_to_gpu, "gpu", line, cell)
+
+    @cell_magic
+    def to_cpu(self, line: str, cell: str) -> None:
+        self._move(_to_cpu, "cpu", line, cell)
+
+    to_gpu.__doc__ = _to_gpu.__doc__
+    to_cpu.__doc__ = _to_cpu.__doc__
+
+    def _move(self, spec: Callable[[], None], direction: Direction, line: str, cell: str) -> None:
+        from .convert import convert_names, notice_once
+        from .convert.namespace import Snapshot
+
+        parser = spec.parser  # type: ignore[attr-defined]
+        if {"-h", "--help"} & set(line.split()):
+            print(parser.format_help())
+            return
+        try:
+            args = parser.parse_argstring(line)
+        except UsageError as err:
+            raise UsageError(f"{err}\n{usage(parser)}") from None
+        device = getattr(args, "device", None)
+        if device is not None:
+            from .convert.availability import device_count
+
+            count = device_count()
+            if count and device >= count:
+                raise UsageError(f"--device {device}: this machine has GPUs 0–{count - 1}")
+        namespace = self.shell.user_ns
+        before = Snapshot(namespace)
+        result = self.shell.run_cell(cell, store_history=False)
+        if not result.success:
+            raise UsageError("the cell raised an exception (shown above); nothing was converted")
+        if args.names:
+            missing = [name for name in args.names if name not in namespace]
+            if missing:
+                raise UsageError(f"{', '.join(missing)}: no such variable after the cell")
+            names = list(args.names)
+        else:
+            names = before.changed(namespace)
+        names = [name for name in names if name not in set(args.exclude)]
+        require = bool(getattr(args, "require_gpu", False)) or bool(config.get("require-gpu"))
+        try:
+            report, unavailable = convert_names(
+                namespace,
+                names,
+                direction,
+                device=device,
+                require_gpu=require,
+            )
+        except GpuDaskError as err:
+            raise _user_error(err) from None
+        for why in dict.fromkeys(unavailable):
+            message = notice_once(why)
+            if message:
+                _warn(message)
+        if not args.quiet and (report.moved or report.skipped):
+            _display(report.table())
 
     def _cluster_config(self, args: argparse.Namespace) -> None:
         from .table import Table

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from conftest import spawned_workers, wait_gone
 from IPython.core.error import UsageError
 
-from gpudask_jupyter import cluster, nvml
+from gpudask_jupyter import cluster, gpus, nvml
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
 
@@ -34,8 +36,14 @@ def _by_uuid() -> dict[str, nvml.Device]:
     return {d.uuid: d for d in nvml.devices()}
 
 
+def _usable() -> list[nvml.Device]:
+    """The GPUs this process may hand to workers (it may run with CUDA_VISIBLE_DEVICES set)."""
+    visible = gpus.visible(nvml.devices(), os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return [d for d in visible if not d.is_mig]
+
+
 def test_one_worker_per_gpu_each_bound_to_its_own(shell, capsys) -> None:
-    devices = [d for d in nvml.devices() if not d.is_mig]
+    devices = _usable()
     client = shell.run_line_magic("gpu_cluster", "start")
     out = capsys.readouterr().out
     assert f"GPU Dask cluster: {len(devices)} worker" in out
@@ -50,7 +58,7 @@ def test_one_worker_per_gpu_each_bound_to_its_own(shell, capsys) -> None:
 
 
 def test_gpus_subset_by_index_and_uuid(shell) -> None:
-    devices = [d for d in nvml.devices() if not d.is_mig]
+    devices = _usable()
     last = devices[-1]
     client = shell.run_line_magic("gpu_cluster", f"start --gpus {last.index}")
     (info,) = client.run(_context_uuid).values()
@@ -63,17 +71,20 @@ def test_gpus_subset_by_index_and_uuid(shell) -> None:
 
 def test_missing_gpu_index_is_refused(shell) -> None:
     count = len(nvml.devices())
+    first = _usable()[0].index
     with pytest.raises(UsageError, match=f"no GPU {count + 3} on this machine"):
         shell.run_line_magic("gpu_cluster", f"start --gpus {count + 3}")
     with pytest.raises(UsageError, match="only 1 GPU"):
-        shell.run_line_magic("gpu_cluster", "start --gpus 0 --n-workers 2")
+        shell.run_line_magic("gpu_cluster", f"start --gpus {first} --n-workers 2")
     assert spawned_workers() == []
 
 
 def test_rmm_pool_takes_effect_and_shows_in_memory(shell) -> None:
-    device = nvml.devices()[0]
+    device = _usable()[0]
     before = {s.uuid: s.memory_used for s in nvml.sample()}[device.uuid]
-    client = shell.run_line_magic("gpu_cluster", "start --gpus 0 --rmm-pool-size 4GiB")
+    client = shell.run_line_magic(
+        "gpu_cluster", f"start --gpus {device.index} --rmm-pool-size 4GiB"
+    )
     (info,) = client.run(_context_uuid).values()
     assert info["resource"] in {"PoolMemoryResource", "TrackingResourceAdaptor"}, info
     after = {s.uuid: s.memory_used for s in nvml.sample()}[device.uuid]
@@ -81,13 +92,13 @@ def test_rmm_pool_takes_effect_and_shows_in_memory(shell) -> None:
 
 
 def test_rmm_async_takes_effect(shell) -> None:
-    client = shell.run_line_magic("gpu_cluster", "start --gpus 0 --rmm-async")
+    client = shell.run_line_magic("gpu_cluster", f"start --gpus {_usable()[0].index} --rmm-async")
     (info,) = client.run(_context_uuid).values()
     assert info["resource"] == "CudaAsyncMemoryResource", info
 
 
 def test_status_shows_heartbeat_gpu_figures_and_scale(shell, capsys) -> None:
-    devices = [d for d in nvml.devices() if not d.is_mig]
+    devices = _usable()
     client = shell.run_line_magic("gpu_cluster", "start")
     client.run(_context_uuid)
     capsys.readouterr()

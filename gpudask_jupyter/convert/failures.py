@@ -1,0 +1,100 @@
+"""Turn a library's exception into a cause and a next step the user can take.
+
+Converters raise :class:`ColumnFailure` to say which column of a frame failed; the rest is
+recognised by type and message, without importing the libraries.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..units import format_bytes
+
+
+class Unsupported(Exception):
+    """A converter recognised input it cannot move; ``cause`` and ``hint`` are for the user."""
+
+    def __init__(self, cause: str, hint: str = "") -> None:
+        super().__init__(cause)
+        self.cause = cause
+        self.hint = hint
+
+
+class ColumnFailure(Exception):
+    """A frame's column (or its index) could not be converted."""
+
+    def __init__(self, column: Any, error: BaseException, dtype: Any = None) -> None:
+        super().__init__(f"column {column!r}: {error}")
+        self.column = column
+        self.error = error
+        self.dtype = dtype
+
+
+def _is_out_of_memory(err: BaseException) -> bool:
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(err, cupy.cuda.memory.OutOfMemoryError):
+        return True
+    text = str(err).lower()
+    return isinstance(err, MemoryError) or "out_of_memory" in text or "out of memory" in text
+
+
+def _free_device_memory() -> str:
+    cupy = sys.modules.get("cupy")
+    if cupy is None:
+        return ""
+    try:
+        device = cupy.cuda.runtime.getDevice()
+        free, total = cupy.cuda.runtime.memGetInfo()
+    except Exception:
+        return ""
+    return f"; GPU {device} has {format_bytes(free)} free of {format_bytes(total)}"
+
+
+def _nbytes(obj: Any) -> int | None:
+    from .transaction import nbytes_of
+
+    return nbytes_of(obj)
+
+
+def describe(
+    err: BaseException, name: str, obj: Any, exclude: str | None = None
+) -> tuple[str, str]:
+    """(cause, hint) for the failure of converting variable ``name`` holding ``obj``.
+
+    ``exclude`` is how the user leaves the object on the host (the magic's ``--exclude``).
+    """
+    exclude = exclude or f"use --exclude {name} to leave it on the host"
+    if isinstance(err, Unsupported):
+        return err.cause, f"{err.hint} or {exclude}" if err.hint else exclude
+    column = None
+    dtype = None
+    if isinstance(err, ColumnFailure):
+        column, dtype, err = err.column, err.dtype, err.error
+    if _is_out_of_memory(err):
+        size = _nbytes(obj)
+        need = f"it needs about {format_bytes(size)}" if size else "it does not fit"
+        return (
+            f"out of GPU memory ({need}{_free_device_memory()})",
+            f"free GPU memory (del GPU objects you no longer need, or %gpu_cluster restart) "
+            f"or {exclude}",
+        )
+    kind = type(err).__name__
+    text = str(err)
+    if column is not None:
+        where = "its index" if column == "<index>" else f"column {column!r}"
+        if kind == "MixedTypeError" or "mixed" in text.lower():
+            fix = (
+                f"convert it (e.g. {name}[{column!r}] = {name}[{column!r}].astype(str))"
+                if column != "<index>"
+                else "convert the index"
+            )
+            return f"{where} holds mixed Python objects", f"{fix} or {exclude}"
+        if isinstance(err, NotImplementedError | TypeError | ValueError):
+            shown = f" {dtype}" if dtype is not None else ""
+            return (
+                f"{where} has dtype{shown}, which cuDF cannot hold ({text})",
+                f"cast it to a supported dtype or {exclude}",
+            )
+        return f"{where}: {kind}: {text}", exclude
+    return f"{kind}: {text}", exclude

@@ -1,0 +1,50 @@
+"""The summary a %%to_gpu / %%to_cpu cell prints: what moved, its size and speed, what stayed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..table import Table
+from ..units import format_bytes, format_seconds
+
+
+@dataclass
+class Moved:
+    name: str
+    label: str
+    shape: tuple[int, ...] | None
+    nbytes: int | None
+    seconds: float | None
+    path: str
+
+    @property
+    def gbps(self) -> float | None:
+        if not self.nbytes or not self.seconds:
+            return None
+        return self.nbytes / self.seconds / 1e9
+
+
+@dataclass
+class Report:
+    direction: str
+    moved: list[Moved] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def table(self) -> Table:
+        title = "%%to_gpu" if self.direction == "gpu" else "%%to_cpu"
+        if not self.moved:
+            title += ": nothing moved"
+        table = Table(title, ["name", "from → to", "shape", "bytes", "seconds", "GB/s", "via"])
+        for m in self.moved:
+            shape = "×".join(str(n) for n in m.shape) if m.shape is not None else "–"
+            if m.path == "lazy":
+                size = seconds = speed = "lazy"
+            else:
+                size, seconds = format_bytes(m.nbytes), format_seconds(m.seconds)
+                speed = f"{m.gbps:.1f}" if m.gbps is not None else "–"
+            table.add(m.name, m.label, shape or "()", size, seconds, speed, m.path)
+        if self.skipped:
+            table.notes.append(
+                "skipped: " + ", ".join(f"{name} ({why})" for name, why in self.skipped)
+            )
+        return table

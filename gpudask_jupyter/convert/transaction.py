@@ -1,0 +1,166 @@
+"""Convert several names as one transaction: all are rebound, or none is.
+
+Every conversion writes into a staging dict first; only when all have succeeded are the names
+rebound. On any failure the staged results are dropped, device memory they took is given back
+(CuPy's cached blocks included, so NVML sees it free again), and the error names the variable,
+the cause and what to do. The originals are never touched.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+import traceback
+from collections.abc import Iterable, MutableMapping
+from typing import Any
+
+from ..errors import ConversionError, GpuDaskError, NoGpuError
+from .failures import describe
+from .registry import Context, Converter, Direction, find
+from .report import Moved, Report
+
+
+def release_device_memory() -> None:
+    """Return memory freed by dropped objects to the device (not only to CuPy's cache)."""
+    gc.collect()
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _synchronize() -> None:
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        cupy.cuda.runtime.deviceSynchronize()
+
+
+def shape_of(obj: Any) -> tuple[int, ...] | None:
+    shape = getattr(obj, "shape", None)
+    if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+        return shape
+    return None
+
+
+def nbytes_of(obj: Any) -> int | None:
+    nbytes = getattr(obj, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    usage = getattr(obj, "memory_usage", None)
+    if callable(usage):
+        try:
+            total = usage(index=True, deep=False)
+            return int(total.sum() if hasattr(total, "sum") else total)
+        except Exception:
+            return None
+    return None
+
+
+def kind_of(obj: Any) -> str:
+    kind = type(obj)
+    if kind.__module__ == "builtins":
+        return kind.__name__
+    return f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+
+
+class _Failed(Exception):
+    """Carries which name failed out of the conversion loop."""
+
+    def __init__(self, name: str, obj: Any, error: Exception) -> None:
+        super().__init__(name)
+        self.name, self.obj, self.error = name, obj, error
+
+
+def convert_one(name: str, obj: Any, converter: Converter, device: int | None) -> tuple[Any, Moved]:
+    context = Context(device=device)
+    started = time.perf_counter()
+    new = converter.convert(obj, context)
+    if not converter.lazy:
+        _synchronize()
+    elapsed = time.perf_counter() - started
+    moved = Moved(
+        name=name,
+        label=converter.label,
+        shape=shape_of(obj),
+        nbytes=None if converter.lazy else nbytes_of(obj),
+        seconds=None if converter.lazy else elapsed,
+        path="lazy" if converter.lazy else context.path,
+    )
+    return new, moved
+
+
+def _run(
+    plan: list[tuple[str, Any, Converter]], device: int | None, report: Report
+) -> dict[str, Any]:
+    staged: dict[str, Any] = {}
+    by_identity: dict[int, Any] = {}
+    for name, obj, converter in plan:
+        if id(obj) in by_identity:  # a = b = df: one conversion, aliasing kept
+            staged[name] = by_identity[id(obj)]
+            continue
+        try:
+            new, moved = convert_one(name, obj, converter, device)
+        except GpuDaskError:
+            raise
+        except Exception as err:
+            raise _Failed(name, obj, err) from None
+        staged[name] = by_identity[id(obj)] = new
+        report.moved.append(moved)
+    return staged
+
+
+def convert_names(
+    namespace: MutableMapping[str, Any],
+    names: Iterable[str],
+    direction: Direction,
+    *,
+    device: int | None = None,
+    require_gpu: bool = False,
+) -> tuple[Report, list[str]]:
+    """Convert ``names`` in ``namespace``; returns the report and why GPU work was skipped.
+
+    Raises :class:`ConversionError` (nothing rebound) or :class:`NoGpuError` (``require_gpu``).
+    """
+    report = Report(direction)
+    unavailable: list[str] = []
+    plan = []
+    for name in names:
+        obj = namespace[name]
+        converter = find(obj, direction)
+        if converter is None:
+            report.skipped.append((name, kind_of(obj)))
+            continue
+        if converter.skip is not None:
+            report.skipped.append((name, converter.skip))
+            continue
+        why = converter.unavailable()
+        if why is not None:
+            if require_gpu:
+                raise NoGpuError(
+                    f"{name} stays on the host: {why}. Nothing was converted (--require-gpu)."
+                )
+            unavailable.append(why)
+            report.skipped.append((name, f"{converter.source}: {why}"))
+            continue
+        plan.append((name, obj, converter))
+
+    failure: BaseException | None = None
+    try:
+        staged = _run(plan, device, report)
+    except _Failed as failed:
+        cause, hint = describe(failed.error, failed.name, failed.obj)
+        error = ConversionError(failed.name, cause, hint)
+        error.details = "".join(traceback.format_exception(failed.error))
+        # the frames of a failed conversion hold its half-built device objects
+        traceback.clear_frames(failed.error.__traceback__)
+        failure = error
+    except GpuDaskError as err:
+        failure = err
+    except BaseException:  # KeyboardInterrupt: roll back, then let it through unchanged
+        release_device_memory()
+        raise
+    if failure is not None:
+        release_device_memory()
+        raise failure
+    namespace.update(staged)
+    return report, unavailable

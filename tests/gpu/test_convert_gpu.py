@@ -1,0 +1,245 @@
+"""%%to_gpu / %%to_cpu on a real GPU: equal to cuDF's and CuPy's own conversions, both paths.
+
+Every case runs twice: with the default transfer threshold (small data takes the library's own
+copy) and with a threshold of one byte, so that every numeric column, index and mask of even the
+small cases goes through the pinned pipeline.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpudask_jupyter import config, to_cpu, to_gpu
+from gpudask_jupyter.convert import staging
+
+pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600)]
+
+cudf = pytest.importorskip("cudf")
+cupy = pytest.importorskip("cupy")
+
+
+@pytest.fixture(params=["library", "pinned"])
+def path(request: pytest.FixtureRequest) -> Iterator[str]:
+    if request.param == "pinned":
+        config.set_override("transfer-threshold", 1)
+    try:
+        yield request.param
+    finally:
+        config.clear_overrides()
+
+
+def frames() -> dict[str, object]:
+    rng = np.random.default_rng(0)
+    n = 1000
+    floats = rng.standard_normal(n)
+    floats[::7] = np.nan
+    ints = pd.array(rng.integers(0, 100, n), dtype="Int64")
+    ints[::5] = pd.NA
+    nullable_float = pd.array(rng.standard_normal(n), dtype="Float64")
+    nullable_float[::3] = pd.NA
+    booleans = pd.array(rng.integers(0, 2, n).astype(bool), dtype="boolean")
+    booleans[::4] = pd.NA
+    times = pd.Series(pd.date_range("2026-01-01", periods=n, freq="min"))
+    times[::9] = pd.NaT
+    span = pd.Series(pd.to_timedelta(rng.integers(0, 10**6, n), unit="ms"))
+    span[::11] = pd.NaT
+    mixed = pd.DataFrame(
+        {
+            "i8": rng.integers(-5, 5, n, dtype=np.int8),
+            "i64": rng.integers(0, 10**12, n),
+            "u32": rng.integers(0, 2**31, n).astype(np.uint32),
+            "f32": rng.standard_normal(n).astype(np.float32),
+            "f64": floats,
+            "b": rng.integers(0, 2, n).astype(bool),
+            "Int64": ints,
+            "Float64": nullable_float,
+            "boolean": booleans,
+            "dt": times,
+            "dt_s": times.astype("datetime64[s]"),
+            "td": span,
+            "tz": pd.date_range("2026-03-01", periods=n, freq="h", tz="UTC"),
+            "cat": pd.Categorical(rng.choice(["x", "y", "z"], n)),
+            "s": pd.Series(rng.choice(["alpha", "beta", None], n), dtype="str"),
+        },
+        index=pd.Index(rng.permutation(n) * 3, name="key"),
+    )
+    mixed.attrs["source"] = "test"
+    multi = pd.DataFrame(
+        rng.standard_normal((n, 4)),
+        columns=pd.MultiIndex.from_product([["a", "b"], ["x", "y"]], names=["l0", "l1"]),
+        index=pd.MultiIndex.from_arrays([np.arange(n) % 10, np.arange(n)], names=["g", "i"]),
+    )
+    return {
+        "mixed": mixed,
+        "multi": multi,
+        "float_index": pd.DataFrame({"v": np.arange(n)}, index=np.linspace(0, 1, n)),
+        "datetime_index": pd.DataFrame({"v": np.arange(n)}, index=pd.date_range("2026", periods=n)),
+        "series": pd.Series(floats, name="s", index=pd.RangeIndex(5, 5 + n)),
+        "series_Int64": pd.Series(ints, name=("tuple", "name")),
+        "index": pd.Index(np.arange(n) * 2.5, name="ix"),
+        "empty": pd.DataFrame(),
+        "empty_columns": pd.DataFrame(
+            {"a": pd.Series([], dtype="int64"), "b": pd.Series([], dtype="str")}
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", list(frames()))
+def test_pandas_equals_from_pandas_and_round_trips(case: str, path: str) -> None:
+    original = frames()[case]
+    ours = to_gpu(original)
+    theirs = cudf.from_pandas(original)
+    assert type(ours) is type(theirs)
+    if isinstance(theirs, cudf.DataFrame):
+        cudf.testing.assert_frame_equal(ours, theirs, check_exact=True)
+        assert ours.attrs == theirs.attrs
+    elif isinstance(theirs, cudf.Series):
+        cudf.testing.assert_series_equal(ours, theirs, check_exact=True)
+    else:
+        cudf.testing.assert_index_equal(ours, theirs, exact=True)
+    back = to_cpu(ours)
+    expected = theirs.to_pandas()
+    if isinstance(original, pd.DataFrame):
+        pd.testing.assert_frame_equal(back, expected)
+        assert back.attrs == original.attrs
+    elif isinstance(original, pd.Series):
+        pd.testing.assert_series_equal(back, expected)
+    else:
+        pd.testing.assert_index_equal(back, expected)
+
+
+def arrays() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((300, 200))
+    return {
+        "f64": base,
+        "f32_fortran": np.asfortranarray(base.astype(np.float32)),
+        "non_contiguous": base[::3, 1::2],
+        "transposed_view": base.T[::2],
+        "zero_d": np.array(3.5),
+        "bool": base > 0,
+        "int16": rng.integers(-100, 100, 5000).astype(np.int16),
+        "uint64": rng.integers(0, 2**62, 5000).astype(np.uint64),
+        "complex": base[:10] + 1j * base[10:20],
+        "big_endian": np.arange(1000, dtype=">i4"),
+        "empty": np.empty((0, 5)),
+    }
+
+
+@pytest.mark.parametrize("case", list(arrays()))
+def test_numpy_equals_cupy_asarray_and_round_trips(case: str, path: str) -> None:
+    original = arrays()[case]
+    ours = to_gpu(original)
+    theirs = cupy.asarray(original.astype(original.dtype.newbyteorder("="), copy=False))
+    assert isinstance(ours, cupy.ndarray)
+    assert ours.shape == theirs.shape
+    assert ours.dtype == theirs.dtype
+    assert bool(cupy.array_equal(ours, theirs))
+    back = to_cpu(ours)
+    np.testing.assert_array_equal(back, theirs.get())
+    np.testing.assert_array_equal(back, original)
+
+
+def test_large_frame_takes_the_pinned_path_and_pinned_memory_is_bounded(shell, capsys) -> None:
+    shell.user_ns["np"], shell.user_ns["pd"] = np, pd
+    shell.run_cell_magic(
+        "to_gpu",
+        "",
+        "big = pd.DataFrame({'a': np.arange(2**24), 'b': np.ones(2**24)})\n"
+        "arr = np.ones((4096, 4096))",
+    )
+    out = capsys.readouterr().out
+    assert "pinned" in out and "pandas → cuDF" in out and "NumPy → CuPy" in out
+    assert isinstance(shell.user_ns["big"], cudf.DataFrame)
+    assert 0 < staging.pinned_bytes() <= config.get("pinned-buffer")
+    shell.run_cell_magic("to_cpu", "-q", "big2 = big\narr2 = arr")
+    assert isinstance(shell.user_ns["big2"], pd.DataFrame)
+    shell.run_line_magic("unload_ext", "gpudask_jupyter")
+    assert staging.pinned_bytes() == 0
+    shell.run_line_magic("load_ext", "gpudask_jupyter")
+
+
+def _used() -> int:
+    free, total = cupy.cuda.runtime.memGetInfo()
+    return int(total - free)
+
+
+def test_object_larger_than_free_memory_fails_cleanly(shell) -> None:
+    from IPython.core.error import UsageError
+
+    cupy.zeros(1)  # the CUDA context exists before we measure
+    cupy.get_default_memory_pool().free_all_blocks()
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    filler = cupy.empty(free - 3 * 2**30, dtype=np.uint8)  # leave 3 GiB free
+    try:
+        cupy.get_default_memory_pool().free_all_blocks()
+        before = _used()
+        shell.user_ns["np"] = np
+        cell = "small = np.ones(2**27)\nhuge = np.ones(2**30)"  # 1 GiB fits, 8 GiB does not
+        with pytest.raises(UsageError) as info:
+            shell.run_cell_magic("to_gpu", "", cell)
+        message = str(info.value)
+        assert message.startswith("huge: out of GPU memory"), message
+        assert "--exclude huge" in message
+        assert isinstance(shell.user_ns["small"], np.ndarray)
+        assert isinstance(shell.user_ns["huge"], np.ndarray)
+        assert abs(_used() - before) < 64 * 2**20  # the 1 GiB of `small` was given back
+    finally:
+        del filler
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def test_mixed_object_column_fails_with_column_name(shell) -> None:
+    from IPython.core.error import UsageError
+
+    shell.user_ns["pd"] = pd
+    with pytest.raises(UsageError, match=r"df: column 'c' holds mixed Python objects"):
+        shell.run_cell_magic("to_gpu", "", "df = pd.DataFrame({'a': [1, 2], 'c': [1, 'x']})")
+    assert isinstance(shell.user_ns["df"], pd.DataFrame)
+
+
+def test_dask_collections_are_converted_lazily(shell) -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    da = pytest.importorskip("dask.array")
+    pdf = pd.DataFrame({"a": np.arange(100), "b": np.linspace(0, 1, 100)})
+    ddf = dd.from_pandas(pdf, npartitions=4)
+    darr = da.from_array(np.arange(1000.0).reshape(100, 10), chunks=(25, 10))
+    gddf, gdarr = to_gpu(ddf), to_gpu(darr)
+    assert type(gddf._meta).__module__.startswith("cudf")
+    assert type(gdarr._meta).__module__.startswith("cupy")
+    cudf.testing.assert_eq(gddf.compute(), cudf.from_pandas(pdf))
+    assert bool(cupy.array_equal(gdarr.compute(), cupy.asarray(darr.compute())))
+    back = to_cpu(gddf)
+    pd.testing.assert_frame_equal(back.compute(), pdf)
+    np.testing.assert_array_equal(to_cpu(gdarr).compute(), darr.compute())
+
+
+def test_cudf_pandas_proxies_are_not_converted_twice(tmp_path) -> None:
+    script = textwrap.dedent(
+        """
+        from IPython.core.interactiveshell import InteractiveShell
+        ip = InteractiveShell.instance()
+        ip.run_line_magic("load_ext", "cudf.pandas")
+        ip.run_line_magic("load_ext", "gpudask_jupyter")
+        ip.run_cell("import pandas as pd")
+        ip.run_cell_magic("to_gpu", "", "df = pd.DataFrame({'a': range(10)})")
+        df = ip.user_ns["df"]
+        import cudf.pandas
+        assert cudf.pandas.is_proxy_object(df), type(df)
+        assert int(df["a"].sum()) == 45
+        print("ok")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert "cudf.pandas already decides where it lives" in out.stdout
+    assert out.stdout.strip().endswith("ok")
