@@ -63,7 +63,7 @@ def make_cases(gib: float) -> dict[str, Any]:
             "i32": rng.integers(0, 2**30, rows).astype(np.int32),
             "f32": rng.standard_normal(rows).astype(np.float32),
             "b": rng.integers(0, 2, rows).astype(bool),
-            "t": pd.to_datetime(rng.integers(0, 2**40, rows), unit="s").astype("datetime64[ns]"),
+            "t": pd.to_datetime(rng.integers(0, 2**31, rows), unit="s").astype("datetime64[ns]"),
         }
     )
     with_strings = frame.copy()
@@ -84,7 +84,7 @@ def measure(shell: Any, name: str, obj: Any, repeat: int, ceil: tuple[float, flo
     ns["src"] = obj
 
     def ours_up() -> Any:
-        shell.run_cell_magic("to_gpu", "-q src", "")
+        shell.run_cell_magic("to_gpu", "-q src", "pass")
         moved = ns["src"]
         ns["src"] = obj
         return moved
@@ -98,7 +98,7 @@ def measure(shell: Any, name: str, obj: Any, repeat: int, ceil: tuple[float, flo
 
     def ours_down() -> Any:
         ns["dev"] = device_obj
-        shell.run_cell_magic("to_cpu", "-q dev", "")
+        shell.run_cell_magic("to_cpu", "-q dev", "pass")
         return ns.pop("dev")
 
     anchor_down = (
@@ -144,8 +144,8 @@ def sweep(gib: float, repeat: int) -> None:
     array = np.random.default_rng(1).standard_normal(int(gib * 2**30) // 8)
     print("| threads | pinned MiB | chunk MiB | host→device GB/s | device→host GB/s |")
     print("| --- | --- | --- | --- | --- |")
-    for threads in (4, 8, 12):
-        for pinned in (128, 256, 512):
+    for threads in (12, 16, 24):
+        for pinned in (64, 128, 256):
             config.set_override("transfer-threads", threads)
             config.set_override("pinned-buffer", pinned * 2**20)
             staging.release()

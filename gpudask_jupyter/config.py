@@ -99,7 +99,7 @@ OPTIONS: dict[str, Option] = {
             0,
             _positive_int,
             "Host threads that fill and drain the pinned buffers; 0 picks one per two CPU cores "
-            "(at most 8).",
+            "(at most 16).",
         ),
         Option(
             "refresh-interval",

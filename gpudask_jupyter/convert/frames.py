@@ -164,10 +164,10 @@ def pandas_to_cudf(obj: Any, context: Context) -> Any:
 # -- device → host -------------------------------------------------------------------------------
 
 
-def _fast_to_pandas(column: Any) -> Any | None:
-    """``column.to_pandas()`` through the pinned pipeline, or None if it should not take it."""
+def _fast_to_host(column: Any) -> Any | None:
+    """The NumPy array ``column.to_pandas()`` holds, copied through the pinned pipeline, or None
+    if this column should take cuDF's own path."""
     import numpy as np
-    import pandas as pd
 
     dtype = column.dtype
     if not isinstance(dtype, np.dtype) or dtype.kind not in "biufmM":
@@ -183,29 +183,32 @@ def _fast_to_pandas(column: Any) -> Any | None:
     else:
         values = column.values  # NaN where null, as to_pandas gives
     array = staging.to_host(values)
-    if array.dtype != dtype:
-        array = array.view(dtype)
-    return pd.Index(array, dtype=array.dtype, copy=False)
+    return array if array.dtype == dtype else array.view(dtype)
 
 
-def _column_to_pandas(column: Any, label: Any, context: Context) -> Any:
+def _column_to_host(column: Any, label: Any, context: Context) -> Any:
+    """What ``column.to_pandas()`` holds, as an array (NumPy or pandas extension array).
+
+    Arrays, not the ``pandas.Index`` cuDF returns: a DataFrame built from a dict of Index
+    objects costs seconds per GiB in pandas 3, one built from arrays with ``copy=False`` nothing.
+    """
     try:
-        fast = _fast_to_pandas(column)
+        fast = _fast_to_host(column)
         if fast is not None:
             context.path = "pinned"
             return fast
-        return column.to_pandas()
+        return column.to_pandas().array
     except Exception as err:
         raise ColumnFailure(label, err, column.dtype) from err
 
 
 def _index_to_pandas(index: Any, context: Context) -> Any:
     import cudf
+    import pandas as pd
 
     if type(index) is cudf.Index:
-        result = _column_to_pandas(index._column, "<index>", context)
-        result.name = index.name
-        return result
+        values = _column_to_host(index._column, "<index>", context)
+        return pd.Index(values, dtype=values.dtype, name=index.name, copy=False)
     return index.to_pandas()
 
 
@@ -215,19 +218,20 @@ def cudf_to_pandas(obj: Any, context: Context) -> Any:
 
     if isinstance(obj, cudf.DataFrame):
         data = {
-            i: _column_to_pandas(column, label, context)
+            i: _column_to_host(column, label, context)
             for i, (label, column) in enumerate(obj._data.items())
         }
-        frame = pd.DataFrame(data, index=_index_to_pandas(obj.index, context))
+        frame = pd.DataFrame(data, index=_index_to_pandas(obj.index, context), copy=False)
         frame.columns = obj._data.to_pandas_index
         frame.attrs = deepcopy(obj.attrs)
         frame.flags.allows_duplicate_labels = obj._flags.allows_duplicate_labels
         return frame
     if isinstance(obj, cudf.Series):
         series = pd.Series(
-            _column_to_pandas(obj._column, obj.name, context),
+            _column_to_host(obj._column, obj.name, context),
             index=_index_to_pandas(obj.index, context),
             name=obj.name,
+            copy=False,
         )
         series.attrs = obj.attrs
         series.flags.allows_duplicate_labels = obj._flags.allows_duplicate_labels

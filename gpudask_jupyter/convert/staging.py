@@ -26,18 +26,16 @@ _D2H = 2  # cudaMemcpyDeviceToHost
 
 
 def default_threads() -> int:
-    return max(2, min(8, (os.cpu_count() or 2) // 2))
+    """One copy thread per two cores, at most 16: memcpy into pinned memory is the bottleneck."""
+    return max(2, min(16, (os.cpu_count() or 2) // 2))
 
 
 class _PinnedBuffer:
     def __init__(self, size: int) -> None:
         import cupy
-        import numpy as np
 
         self.ptr = int(cupy.cuda.runtime.hostAlloc(size, 0))
         self.size = size
-        raw = (ctypes.c_uint8 * size).from_address(self.ptr)
-        self.array = np.ctypeslib.as_array(raw)
 
     def free(self) -> None:
         import cupy
@@ -47,21 +45,42 @@ class _PinnedBuffer:
             self.ptr = 0
 
 
+_CHUNK = 4 * MiB  # large enough for memcpy's non-temporal stores and a DMA near full speed
+_MAX_DEPTH = 8
+
+
+def layout(capacity: int, threads: int) -> tuple[int, int]:
+    """(buffers per thread, bytes per buffer) for a pinned budget shared by ``threads``."""
+    depth = max(2, min(_MAX_DEPTH, capacity // (threads * _CHUNK)))
+    chunk = capacity // (threads * depth)
+    chunk = max(MiB, min(64 * MiB, chunk - chunk % (64 * 1024)))
+    return depth, chunk
+
+
 class PinnedStager:
-    """A fixed set of pinned buffers (two per thread) and the threads that move data through."""
+    """A fixed ring of pinned buffers per thread, and the threads that move data through them.
+
+    Each thread owns ``depth`` buffers and a CUDA stream: it copies its next chunk into a free
+    buffer (``memmove``, which releases the GIL) and queues that buffer's DMA, so that copies
+    on the host and DMAs on the bus overlap. Chunks are dealt out round-robin, so the threads
+    walk the data together from the front.
+    """
 
     def __init__(self, capacity: int, threads: int) -> None:
         self.threads = max(1, threads)
-        per_buffer = capacity // (2 * self.threads)
-        self.chunk = max(MiB, min(64 * MiB, per_buffer - per_buffer % (64 * 1024)))
-        self.capacity = self.chunk * 2 * self.threads
-        self._buffers = [[_PinnedBuffer(self.chunk) for _ in range(2)] for _ in range(self.threads)]
+        self.depth, self.chunk = layout(capacity, self.threads)
+        self.capacity = self.chunk * self.depth * self.threads
+        self._buffers = [
+            [_PinnedBuffer(self.chunk) for _ in range(self.depth)] for _ in range(self.threads)
+        ]
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="gpudask-staging")
         self._per_device: dict[int, tuple[list[Any], list[list[Any]]]] = {}
         self._lock = threading.Lock()
 
     def matches(self, capacity: int, threads: int) -> bool:
-        return self.threads == max(1, threads) and self.capacity <= capacity
+        return self.threads == max(1, threads) and (self.depth, self.chunk) == layout(
+            capacity, self.threads
+        )
 
     def _streams(self, device: int) -> tuple[list[Any], list[list[Any]]]:
         import cupy
@@ -70,69 +89,68 @@ class PinnedStager:
             with cupy.cuda.Device(device):
                 streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(self.threads)]
                 events = [
-                    [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(2)]
+                    [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(self.depth)]
                     for _ in range(self.threads)
                 ]
             self._per_device[device] = (streams, events)
         return self._per_device[device]
 
-    def _run(self, work: Any, nbytes: int) -> None:
-        active = min(self.threads, math.ceil(nbytes / self.chunk))
-        for future in [self._pool.submit(work, t) for t in range(active)]:
-            future.result()
-
-    def h2d(self, src: Any, dst_ptr: int, device: int) -> None:
-        """Copy the bytes of ``src`` (a contiguous uint8 NumPy view) to ``dst_ptr`` on the GPU."""
+    def _run(self, work: Any, nbytes: int, device: int) -> None:
         import cupy
-        import numpy as np
-
-        runtime = cupy.cuda.runtime
-        nbytes = int(src.nbytes)
-        chunk, step = self.chunk, self.chunk * self.threads
-
-        def work(t: int) -> None:
-            runtime.setDevice(device)
-            streams, events = self._streams(device)
-            stream, slots, buffers = streams[t], events[t], self._buffers[t]
-            for j, offset in enumerate(range(t * chunk, nbytes, step)):
-                size = min(chunk, nbytes - offset)
-                slot = j & 1
-                if j >= 2:
-                    slots[slot].synchronize()  # the DMA that last used this buffer is done
-                np.copyto(buffers[slot].array[:size], src[offset : offset + size])
-                runtime.memcpyAsync(dst_ptr + offset, buffers[slot].ptr, size, _H2D, stream.ptr)
-                slots[slot].record(stream)
-            stream.synchronize()
 
         with self._lock:
             self._streams(device)
             with cupy.cuda.Device(device):
-                runtime.deviceSynchronize()  # the destination may be memory just freed by a kernel
-            self._run(work, nbytes)
+                # kernels on other streams may still use the memory we read or write
+                cupy.cuda.runtime.deviceSynchronize()
+            active = min(self.threads, math.ceil(nbytes / self.chunk))
+            for future in [self._pool.submit(work, t) for t in range(active)]:
+                future.result()
 
-    def d2h(self, src_ptr: int, dst: Any, device: int) -> None:
-        """Copy device bytes at ``src_ptr`` into ``dst`` (a contiguous uint8 NumPy view)."""
+    def h2d(self, src_ptr: int, dst_ptr: int, nbytes: int, device: int) -> None:
+        """Copy ``nbytes`` of host memory at ``src_ptr`` to device memory at ``dst_ptr``."""
         import cupy
-        import numpy as np
 
         runtime = cupy.cuda.runtime
-        nbytes = int(dst.nbytes)
-        chunk, step = self.chunk, self.chunk * self.threads
+        chunk, step, depth = self.chunk, self.chunk * self.threads, self.depth
 
         def work(t: int) -> None:
             runtime.setDevice(device)
-            streams, events = self._streams(device)
+            streams, events = self._per_device[device]
+            stream, slots, buffers = streams[t], events[t], self._buffers[t]
+            for j, offset in enumerate(range(t * chunk, nbytes, step)):
+                size = min(chunk, nbytes - offset)
+                slot = j % depth
+                if j >= depth:
+                    slots[slot].synchronize()  # the DMA that last read this buffer is done
+                ctypes.memmove(buffers[slot].ptr, src_ptr + offset, size)
+                runtime.memcpyAsync(dst_ptr + offset, buffers[slot].ptr, size, _H2D, stream.ptr)
+                slots[slot].record(stream)
+            stream.synchronize()
+
+        self._run(work, nbytes, device)
+
+    def d2h(self, src_ptr: int, dst_ptr: int, nbytes: int, device: int) -> None:
+        """Copy ``nbytes`` of device memory at ``src_ptr`` to host memory at ``dst_ptr``."""
+        import cupy
+
+        runtime = cupy.cuda.runtime
+        chunk, step, depth = self.chunk, self.chunk * self.threads, self.depth
+
+        def work(t: int) -> None:
+            runtime.setDevice(device)
+            streams, events = self._per_device[device]
             stream, slots, buffers = streams[t], events[t], self._buffers[t]
             pending: list[tuple[int, int, int]] = []
 
             def drain(slot: int, offset: int, size: int) -> None:
                 slots[slot].synchronize()
-                np.copyto(dst[offset : offset + size], buffers[slot].array[:size])
+                ctypes.memmove(dst_ptr + offset, buffers[slot].ptr, size)
 
             for j, offset in enumerate(range(t * chunk, nbytes, step)):
                 size = min(chunk, nbytes - offset)
-                slot = j & 1
-                if len(pending) == 2:
+                slot = j % depth
+                if len(pending) == depth:
                     drain(*pending.pop(0))  # frees this slot's buffer
                 runtime.memcpyAsync(buffers[slot].ptr, src_ptr + offset, size, _D2H, stream.ptr)
                 slots[slot].record(stream)
@@ -140,17 +158,13 @@ class PinnedStager:
             for item in pending:
                 drain(*item)
 
-        with self._lock:
-            self._streams(device)
-            with cupy.cuda.Device(device):
-                runtime.deviceSynchronize()  # the source may still be written by a kernel
-            self._run(work, nbytes)
+        self._run(work, nbytes, device)
 
     def close(self) -> None:
         with self._lock:
             self._pool.shutdown(wait=True)
-            for pair in self._buffers:
-                for buffer in pair:
+            for ring in self._buffers:
+                for buffer in ring:
                     buffer.free()
             self._per_device.clear()
 
@@ -212,8 +226,7 @@ def to_device(host: Any, device: int | None = None) -> Any:
     with cupy.cuda.Device(device):
         out = cupy.empty(host.shape, dtype=host.dtype, order=order)
     if host.nbytes:
-        raw = host.reshape(-1, order="A").view(np.uint8)
-        get().h2d(raw, int(out.data.ptr), device)
+        get().h2d(host.ctypes.data, int(out.data.ptr), host.nbytes, device)
     return out
 
 
@@ -229,6 +242,5 @@ def to_host(dev: Any) -> Any:
     order: Literal["C", "F"] = "F" if dev.flags.f_contiguous and not dev.flags.c_contiguous else "C"
     out = np.empty(dev.shape, dtype=dev.dtype, order=order)
     if out.nbytes:
-        raw = out.reshape(-1, order="A").view(np.uint8)
-        get().d2h(int(dev.data.ptr), raw, device)
+        get().d2h(int(dev.data.ptr), out.ctypes.data, out.nbytes, device)
     return out
