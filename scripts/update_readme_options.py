@@ -1,4 +1,4 @@
-"""Rewrite the README's options table from gpudask_jupyter/config.py (tests/test_readme.py checks it)."""
+"""Rewrite the README's options table from gpudask_jupyter/config.py (checked by a test)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ from pathlib import Path
 
 from gpudask_jupyter import config
 
-START = "<!-- options table: generated from gpudask_jupyter/config.py, kept equal by tests/test_readme.py -->\n"
+START = (
+    "<!-- options table: generated from gpudask_jupyter/config.py, "
+    "kept equal by tests/test_readme.py -->\n"
+)
 END = "<!-- end of options table -->"
 
 
