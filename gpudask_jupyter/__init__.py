@@ -74,3 +74,11 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
             ipython.configurables.remove(_magics)
         _magics = None
     config.clear_overrides()
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    return [{"src": "labextension", "dest": "gpudask-jupyter"}]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "gpudask_jupyter.server"}]

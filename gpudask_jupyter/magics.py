@@ -239,6 +239,31 @@ def _stop() -> None:
     attached one (which keeps running)."""
 
 
+@ma.magic_arguments(name="gpu_cluster panel")
+@ma.argument(
+    "--interval",
+    type=_seconds,
+    metavar="SECONDS",
+    help="seconds between samples, 0.25–10 (default: option refresh-interval)",
+)
+@ma.argument(
+    "--history",
+    type=_seconds,
+    metavar="SECONDS",
+    help="seconds of history to show, 10–3600 (default: option history)",
+)
+@ma.argument(
+    "--processes",
+    action="store_true",
+    help="also list your GPU processes (other users' only as a count)",
+)
+def _panel() -> None:
+    """Show the live panel: every GPU's utilisation and memory, the task stream and progress.
+
+    Same as ``gpudask_jupyter.Panel()``. Sampling runs on a background thread of the kernel.
+    """
+
+
 @ma.magic_arguments(name="gpu_cluster config")
 def _config() -> None:
     """Show every gpudask option, its value in effect and where to set it."""
@@ -327,6 +352,7 @@ SUBCOMMANDS: dict[str, Callable[[], None]] = {
     "scale": _scale,
     "restart": _restart,
     "stop": _stop,
+    "panel": _panel,
     "config": _config,
 }
 
@@ -348,6 +374,7 @@ def _gpu_cluster_doc() -> str:
         "    %gpu_cluster start --gpus 0,1 --rmm-pool-size 0.5",
         "    %gpu_cluster attach tcp://10.0.0.5:8786",
         "    %gpu_cluster scale 1",
+        "    %gpu_cluster panel",
         "    %gpu_cluster stop",
         "",
     ]
@@ -641,6 +668,16 @@ class GpuDaskMagics(Magics):
                 _warn(message)
         if not args.quiet and (report.moved or report.skipped):
             _display(report.table())
+
+    def _cluster_panel(self, args: argparse.Namespace) -> None:
+        from .widget import Panel
+
+        options: dict[str, Any] = {"processes": args.processes}
+        if args.interval is not None:
+            options["interval"] = args.interval
+        if args.history is not None:
+            options["history"] = args.history
+        _display(Panel(**options))
 
     def _cluster_config(self, args: argparse.Namespace) -> None:
         from .table import Table

@@ -1,0 +1,62 @@
+"""Runs inside a Dask scheduler: one call per monitor tick returns everything the panel needs.
+
+Shipped by value (cloudpickle), so a scheduler on another machine needs only dask and
+distributed. Reading the task stream, the task groups and the workers in one function makes
+the three consistent (the scheduler's event loop runs it atomically) and costs one round trip.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+DONE_STATES = ("memory", "released", "forgotten")
+
+
+def poll(
+    dask_scheduler: Any = None, cursor: int | None = None, limit: int = 5000
+) -> dict[str, Any]:
+    """Task-stream records after ``cursor`` (at most ``limit``), progress and worker identities."""
+    from dask.utils import key_split
+
+    plugin = dask_scheduler._task_stream_plugin()
+    index = plugin.index
+    buffer = plugin.buffer
+    first = index - len(buffer)
+    if cursor is None or cursor > index:
+        cursor = max(first, index - 200)  # a new reader sees the most recent tasks
+    start = max(cursor, first, index - limit)
+    tasks = []
+    for msg in itertools.islice(buffer, start - first, None):
+        key = msg["key"]
+        error = msg.get("status") != "OK"
+        for span in msg.get("startstops", ()):
+            tasks.append(
+                (
+                    msg.get("worker"),
+                    msg.get("thread"),
+                    span["start"],
+                    span["stop"],
+                    span["action"],
+                    str(key),
+                    key_split(key),
+                    error,
+                )
+            )
+    progress: dict[str, list[int]] = {}
+    for group in list(dask_scheduler.task_groups.values()):
+        states = group.states
+        row = progress.setdefault(group.prefix.name, [0, 0, 0, 0])
+        row[0] += sum(states.values())
+        row[1] += sum(states.get(s, 0) for s in DONE_STATES)
+        row[2] += states.get("processing", 0)
+        row[3] += states.get("erred", 0)
+    workers = {address: ws.identity() for address, ws in dask_scheduler.workers.items()}
+    return {
+        "index": index,
+        "tasks": tasks,
+        "progress": progress,
+        "workers": workers,
+        "time": time.time(),
+    }

@@ -1,0 +1,24 @@
+"""The jupyter_server extension behind the JupyterLab sidebar.
+
+One Monitor in the server process samples this machine's GPUs and, for every kernel that
+started or attached a cluster (the per-kernel registry entries), that cluster's workers, task
+stream and progress. Every browser tab shares it; it samples only while some tab polls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .handlers import setup_handlers
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "gpudask_jupyter.server"}]
+
+
+def _load_jupyter_server_extension(server_app: Any) -> None:
+    setup_handlers(server_app.web_app)
+    server_app.log.info("gpudask_jupyter: GPU Dask sidebar API at /gpudask/api")
+
+
+load_jupyter_server_extension = _load_jupyter_server_extension

@@ -1,0 +1,181 @@
+import { describe, expect, it } from 'vitest';
+import {
+  LIMITS,
+  applyFrame,
+  assignLanes,
+  emptyState,
+  frameProblem,
+  type ViewState
+} from '../src/view/state';
+import { SAMPLE_FIELDS, FIELD, VERSION } from '../src/view/frame';
+import { T0, device, frame, gpuSample, task, worker } from './fixtures';
+
+describe('frame schema', () => {
+  it('mirrors frame.py', () => {
+    expect(VERSION).toBe(1);
+    expect(SAMPLE_FIELDS).toEqual([
+      'utilization',
+      'memory_used',
+      'temperature',
+      'power',
+      'pcie_tx',
+      'pcie_rx'
+    ]);
+    expect(FIELD.memory_used).toBe(1);
+    expect(FIELD.pcie_rx).toBe(5);
+  });
+});
+
+describe('applyFrame', () => {
+  it('applies a snapshot, then deltas that append samples and tasks and replace the rest', () => {
+    let state = applyFrame(
+      emptyState(),
+      frame({ samples: [gpuSample(T0 - 1, 10, 1)], tasks: [task(T0 - 2, T0 - 1)] })
+    );
+    expect(state.frames).toBe(1);
+    expect(state.samples).toHaveLength(1);
+
+    state = applyFrame(
+      state,
+      frame({
+        kind: 'delta',
+        time: T0 + 1,
+        devices: [device('GPU-aaaa'), device('GPU-bbbb', { label: '1' })],
+        samples: [gpuSample(T0, 20, 2), gpuSample(T0 + 1, 30, 3)],
+        tasks: [task(T0, T0 + 1, { key: 'b' })],
+        messages: ['hello'],
+        cluster: null
+      })
+    );
+    expect(state.frames).toBe(2);
+    expect(state.time).toBe(T0 + 1);
+    expect(state.samples.map(s => s.t)).toEqual([T0 - 1, T0, T0 + 1]);
+    expect(state.tasks.map(t => t.key)).toEqual(["('sum-abc', 0)", 'b']);
+    expect(state.devices.map(d => d.id)).toEqual(['GPU-aaaa', 'GPU-bbbb']);
+    expect(state.messages).toEqual(['hello']);
+    expect(state.cluster).toBeNull();
+  });
+
+  it('replaces everything on a snapshot', () => {
+    let state = applyFrame(emptyState(), frame({ samples: [gpuSample(T0, 10, 1)] }));
+    state = applyFrame(state, frame({ time: T0 + 5, samples: [gpuSample(T0 + 5, 50, 5)] }));
+    expect(state.samples.map(s => s.t)).toEqual([T0 + 5]);
+  });
+
+  it('does not change the state it is given', () => {
+    const before = applyFrame(emptyState(), frame({ samples: [gpuSample(T0, 10, 1)] }));
+    const copy = JSON.parse(JSON.stringify(before)) as ViewState;
+    applyFrame(before, frame({ kind: 'delta', time: T0 + 1, samples: [gpuSample(T0 + 1, 1, 1)] }));
+    expect(before).toEqual(copy);
+  });
+
+  it('prunes samples and tasks older than time - history', () => {
+    let state = applyFrame(
+      emptyState(),
+      frame({
+        history: 10,
+        samples: [gpuSample(T0 - 20, 1, 1), gpuSample(T0 - 5, 2, 2), gpuSample(T0, 3, 3)],
+        tasks: [
+          task(T0 - 30, T0 - 11, { key: 'old' }),
+          task(T0 - 15, T0 - 9, { key: 'straddles' }),
+          task(T0 - 1, T0, { key: 'new' })
+        ]
+      })
+    );
+    expect(state.samples.map(s => s.t)).toEqual([T0 - 5, T0]);
+    expect(state.tasks.map(t => t.key)).toEqual(['straddles', 'new']);
+
+    // time moves on: what fell out of the window goes, even without new data
+    state = applyFrame(state, frame({ kind: 'delta', history: 10, time: T0 + 8 }));
+    expect(state.samples.map(s => s.t)).toEqual([T0]);
+    expect(state.tasks.map(t => t.key)).toEqual(['new']);
+  });
+
+  it('caps samples and tasks, keeping the newest', () => {
+    const limits = { maxSamples: 3, maxTasks: 2 };
+    let state = emptyState();
+    for (let i = 0; i < 10; i++) {
+      state = applyFrame(
+        state,
+        frame({
+          kind: i === 0 ? 'snapshot' : 'delta',
+          time: T0 + i,
+          samples: [gpuSample(T0 + i, i, i)],
+          tasks: [task(T0 + i - 0.5, T0 + i, { key: `k${i}` })]
+        }),
+        limits
+      );
+    }
+    expect(state.samples.map(s => s.t)).toEqual([T0 + 7, T0 + 8, T0 + 9]);
+    expect(state.tasks.map(t => t.key)).toEqual(['k8', 'k9']);
+  });
+
+  it('has default caps that bound a view left open for hours', () => {
+    expect(LIMITS).toEqual({ maxSamples: 20000, maxTasks: 50000 });
+    const samples = Array.from({ length: 25000 }, (_, i) => gpuSample(T0 - 25000 + i + 1, 1, 1));
+    const tasks = Array.from({ length: 60000 }, (_, i) => task(T0 - 1, T0, { key: `k${i}` }));
+    const state = applyFrame(emptyState(), frame({ history: 3600 * 10, samples, tasks }));
+    expect(state.samples).toHaveLength(20000);
+    expect(state.samples[0].t).toBe(T0 - 20000 + 1);
+    expect(state.tasks).toHaveLength(50000);
+    expect(state.tasks[49999].key).toBe('k59999');
+  });
+
+  it('refuses a frame of another version with a message and keeps the data', () => {
+    const good = applyFrame(emptyState(), frame({ samples: [gpuSample(T0, 10, 1)] }));
+    const refused = applyFrame(good, { ...frame({ time: T0 + 1 }), version: 2 });
+    expect(refused.frames).toBe(1);
+    expect(refused.samples).toEqual(good.samples);
+    expect(refused.time).toBe(T0);
+    expect(refused.errors).toHaveLength(1);
+    expect(refused.errors[0]).toContain('version 2');
+    // the next good frame clears the message
+    const again = applyFrame(refused, frame({ kind: 'delta', time: T0 + 2 }));
+    expect(again.errors).toEqual([]);
+    expect(again.frames).toBe(2);
+  });
+
+  it('refuses what is not a frame', () => {
+    expect(frameProblem(null)).toMatch(/not an object/);
+    expect(frameProblem('frame')).toMatch(/not an object/);
+    expect(frameProblem({ version: 1, kind: 'other', time: T0 })).toMatch(/kind/);
+    expect(frameProblem({ version: 1, kind: 'delta' })).toMatch(/time/);
+    expect(frameProblem(frame())).toBeNull();
+    expect(applyFrame(emptyState(), undefined).frames).toBe(0);
+  });
+});
+
+describe('assignLanes', () => {
+  it('gives one lane per (worker, thread), ordered by worker name then thread', () => {
+    const a = 'tcp://10.0.0.1:1';
+    const b = 'tcp://10.0.0.2:1';
+    const c = 'tcp://10.0.0.3:1';
+    const workers = [worker(a, 'worker-10'), worker(b, 'worker-2')];
+    const tasks = [
+      task(0, 1, { worker: a, thread: 7 }),
+      task(0, 1, { worker: b, thread: 900 }),
+      task(0, 1, { worker: a, thread: 3 }),
+      task(1, 2, { worker: a, thread: 7 }),
+      task(0, 1, { worker: b, thread: 5 }),
+      task(0, 1, { worker: c, thread: 1 }) // not in workers: its address is its name
+    ];
+    const lanes = assignLanes(tasks, workers);
+    // "tcp://…" (an address used as name) sorts before "worker-…"
+    expect(lanes.map(l => [l.worker, l.thread])).toEqual([
+      [c, 1],
+      [b, 5],
+      [b, 900],
+      [a, 3],
+      [a, 7]
+    ]);
+    expect(lanes.map(l => l.label)).toEqual([
+      `${c} #1`,
+      'worker-2 #1',
+      'worker-2 #2',
+      'worker-10 #1',
+      'worker-10 #2'
+    ]);
+    // the order does not depend on the order of the tasks
+    expect(assignLanes([...tasks].reverse(), workers)).toEqual(lanes);
+  });
+});

@@ -1,0 +1,208 @@
+"""The Monitor against a real Dask cluster: increments, progress, bounds, failures, threads."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gpudask_jupyter import nvml
+from gpudask_jupyter.monitor import Monitor, Source
+from gpudask_jupyter.taskstream import SeqBuffer
+
+
+def slow_inc(x: int, delay: float = 0.05) -> int:
+    time.sleep(delay)
+    return x + 1
+
+
+def fails(x: int) -> int:
+    raise ValueError(x)
+
+
+@pytest.fixture
+def dask_client() -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=2,
+        processes=True,
+        dashboard_address=None,
+        memory_limit="1GB",
+    )
+    client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def monitor_for(client: Any) -> Monitor:
+    source = Source(
+        token=client,
+        client=lambda: client,
+        owns_client=False,
+        mode="cpu",
+        address=client.scheduler.address,
+    )
+    return Monitor(lambda: {"c": source})
+
+
+def test_task_stream_comes_in_increments(dask_client) -> None:
+    monitor = monitor_for(dask_client)
+    monitor.tick()
+    snapshot, cursor = monitor.frame("c")
+    assert snapshot["kind"] == "snapshot"
+    assert snapshot["cluster"]["state"] == "running"
+    assert {w["name"] for w in snapshot["workers"]} == {"0", "1"}
+    dask_client.gather(dask_client.map(slow_inc, range(20)))
+    monitor.tick()
+    delta, cursor = monitor.frame("c", cursor)
+    assert delta["kind"] == "delta"
+    computed = [t for t in delta["tasks"] if t["action"] == "compute"]
+    assert len({t["key"] for t in computed}) == 20
+    assert {t["prefix"] for t in computed} == {"slow_inc"}
+    workers = {w["address"] for w in delta["workers"]}
+    for rect in computed:
+        assert rect["worker"] in workers
+        assert rect["stop"] >= rect["start"] > time.time() - 60
+        assert rect["color"].startswith("#") and not rect["error"]
+    monitor.tick()
+    again, _ = monitor.frame("c", cursor)
+    assert again["tasks"] == []  # nothing new, nothing sent twice
+    json.dumps(delta)  # the frame is plain JSON
+
+
+def test_progress_per_prefix_and_errors(dask_client) -> None:
+    monitor = monitor_for(dask_client)
+    futures = dask_client.map(slow_inc, range(12), delay=0.5)
+    bad = dask_client.map(fails, range(3))
+    time.sleep(0.3)
+    monitor.tick()
+    frame, _ = monitor.frame("c")
+    rows = {p["prefix"]: p for p in frame["progress"]}
+    assert rows["slow_inc"]["total"] == 12
+    assert rows["slow_inc"]["processing"] > 0
+    dask_client.gather(futures)
+    with contextlib.suppress(ValueError):
+        dask_client.gather(bad)
+    monitor.tick()
+    frame, _ = monitor.frame("c")
+    rows = {p["prefix"]: p for p in frame["progress"]}
+    assert rows["slow_inc"]["done"] == 12
+    assert rows["fails"]["erred"] == 3
+    assert any(t["error"] for t in frame["tasks"])
+
+
+def test_a_killed_worker_is_reported_and_monitoring_goes_on(dask_client) -> None:
+    monitor = monitor_for(dask_client)
+    monitor.tick()
+    victim = sorted(dask_client.scheduler_info()["workers"])[0]
+    with contextlib.suppress(Exception):
+        dask_client.run(os._exit, 1, workers=[victim])
+    deadline = time.monotonic() + 30
+    while True:
+        monitor.tick()
+        frame, _ = monitor.frame("c")
+        if any(f"worker {victim} left" in m for m in frame["messages"]):
+            break
+        assert time.monotonic() < deadline, frame["messages"]
+        time.sleep(0.2)
+    assert frame["cluster"]["state"] == "running"
+    assert dask_client.submit(slow_inc, 1).result() == 2
+
+
+def test_a_closed_cluster_is_reported() -> None:
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    client = Client(cluster)
+    monitor = monitor_for(client)
+    monitor.tick()
+    cluster.close()
+    client.close()
+    monitor.tick()
+    frame, _ = monitor.frame("c")
+    assert frame["cluster"]["state"] in {"closed", "unreachable"}
+    assert frame["cluster"]["message"]
+
+
+def test_without_cluster_and_gpu_the_frame_says_why() -> None:
+    monitor = Monitor(lambda: {})
+    monitor.tick()
+    frame, _ = monitor.frame("kernel")
+    assert frame["cluster"] is None
+    state = nvml.status()
+    assert frame["nvml"]["available"] is state.available
+    if not state.available:
+        assert frame["nvml"]["reason"] == state.reason != ""
+        assert frame["devices"] == []
+
+
+def test_buffers_are_bounded_by_count_and_age() -> None:
+    buffer: SeqBuffer[int] = SeqBuffer(maxlen=100)
+    for i in range(1000):
+        buffer.append(float(i), i)
+    assert len(buffer) == 100
+    assert buffer.since(996) == [996, 997, 998, 999]  # item i has sequence number i + 1
+    buffer.prune(950.0)
+    assert len(buffer) == 50
+    assert buffer.window(990.0) == list(range(990, 1000))
+
+
+def test_monitor_history_is_bounded(dask_client) -> None:
+    monitor = monitor_for(dask_client)
+    token = monitor.subscribe(lambda: None, interval=10, history=10)
+    try:
+        for _ in range(3):
+            monitor.tick()
+        frame, _ = monitor.frame("c")
+        assert frame["history"] == 10
+        assert all(s["t"] >= frame["time"] - 10 for s in frame["samples"])
+    finally:
+        monitor.unsubscribe(token)
+
+
+def test_samples_on_its_own_thread_only_while_subscribed() -> None:
+    monitor = Monitor(lambda: {})
+    seen: list[str] = []
+    token = monitor.subscribe(lambda: seen.append(threading.current_thread().name), interval=0.25)
+    deadline = time.monotonic() + 10
+    while len(seen) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(seen) >= 3
+    assert set(seen) == {"gpudask-monitor"}
+    assert monitor.running
+    monitor.unsubscribe(token)
+    assert not monitor.running
+    assert "gpudask-monitor" not in {t.name for t in threading.enumerate()}
+
+
+def test_requests_keep_the_thread_alive_then_it_stops(monkeypatch) -> None:
+    monitor = Monitor(lambda: {})
+    monitor.request("tab", 0.25)
+    assert monitor.running
+    assert monitor.interval == 0.25
+    monkeypatch.setattr(time, "monotonic", lambda: 1e12)  # 30 s without a poll
+    deadline = time.time() + 10
+    while monitor.running and time.time() < deadline:
+        time.sleep(0.05)
+    assert not monitor.running
+
+
+def test_interval_and_history_are_clamped() -> None:
+    monitor = Monitor(lambda: {})
+    token = monitor.subscribe(lambda: None, interval=0.001, history=10**9)
+    try:
+        assert monitor.interval == 0.25
+        assert monitor.history == 3600
+    finally:
+        monitor.unsubscribe(token)
