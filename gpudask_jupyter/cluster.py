@@ -238,7 +238,7 @@ class ClusterSession:
             session._dashboard = ""  # the scheduler still serves HTTP, but no dashboard
         if tls_pem:
             session.tls_files = registry.write_tls(session.kernel_id, tls_pem)
-        session._register("started")
+        session._register()
         _set_current(session)
         return session
 
@@ -309,7 +309,7 @@ class ClusterSession:
             else None
         )
         session = cls(client, None, [], tls_files=files)
-        session._register("attached")
+        session._register()
         _set_current(session)
         return session
 
@@ -337,11 +337,11 @@ class ClusterSession:
     def alive(self) -> bool:
         return not self._closed and self.client.status == "running"
 
-    def _register(self, mode: str) -> None:
+    def _register(self) -> None:
         entry = registry.Entry(
             kernel_id=self.kernel_id,
             pid=os.getpid(),
-            mode=mode,
+            mode=self.mode,
             scheduler_address=self.address,
             dashboard_link=self.dashboard_link,
             tls=self.tls_files,

@@ -36,7 +36,7 @@ def runtime_dir() -> Path:
 class Entry:
     kernel_id: str
     pid: int
-    mode: str  # "started" or "attached"
+    mode: str  # "gpu" or "cpu" (started by the kernel) or "attached"
     scheduler_address: str
     dashboard_link: str | None = None
     tls: dict[str, str] | None = None

@@ -14,4 +14,6 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".${GPUDASK_EXTRAS:+[$GPUDASK_EXTRAS]}"
 mkdir -p notebooks
-exec .venv/bin/jupyter lab --notebook-dir=notebooks "$@"
+root=()
+[ "$(id -u)" = 0 ] && root=(--allow-root)  # e.g. a container running as root
+exec .venv/bin/jupyter lab --notebook-dir=notebooks "${root[@]}" "$@"

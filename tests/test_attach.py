@@ -7,8 +7,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import DaskProcesses, free_port, write_tls_files
 from IPython.core.error import UsageError
+from support import DaskProcesses, free_port, write_tls_files
 
 from gpudask_jupyter import cluster, registry
 

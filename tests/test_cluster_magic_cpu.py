@@ -7,8 +7,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import spawned_workers, wait_gone
 from IPython.core.error import UsageError
+from support import spawned_workers, wait_gone
 
 from gpudask_jupyter import cluster, registry
 
@@ -141,7 +141,7 @@ def test_registry_entry_describes_the_cluster(shell, runtime_dir: Path) -> None:
     assert len(entries) == 1
     (entry,) = entries.values()
     assert entry.scheduler_address == client.scheduler.address
-    assert entry.mode == "started"
+    assert entry.mode == "cpu"
     assert entry.pid == os.getpid()
     assert entry.dashboard_link and entry.dashboard_link.startswith("http://127.0.0.1:")
     assert entry.tls is None

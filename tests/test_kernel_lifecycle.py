@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import spawned_workers, wait_gone
 from jupyter_client.manager import KernelManager
+from support import spawned_workers, wait_gone
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import spawned_workers
 from IPython.core.error import UsageError
+from support import spawned_workers
 
 from gpudask_jupyter import cluster
 

@@ -15,7 +15,7 @@ from gpudask_jupyter import registry
 
 
 def _entry(kernel_id: str = "k1", pid: int | None = None) -> registry.Entry:
-    return registry.Entry(kernel_id, pid or os.getpid(), "started", "tcp://127.0.0.1:8786")
+    return registry.Entry(kernel_id, pid or os.getpid(), "cpu", "tcp://127.0.0.1:8786")
 
 
 def test_written_owner_only_and_read_back(tmp_path: Path) -> None:

@@ -121,9 +121,7 @@ async def test_frames_follow_a_kernels_cluster_from_the_registry(jp_fetch) -> No
     )
     client = Client(cluster)
     try:
-        registry.write(
-            registry.Entry("k-1", os.getpid(), "started", cluster.scheduler_address, None)
-        )
+        registry.write(registry.Entry("k-1", os.getpid(), "cpu", cluster.scheduler_address, None))
         kernels = await _get(jp_fetch, "kernels")
         assert [k["kernel_id"] for k in kernels["kernels"]] == ["k-1"]
         body = await _get(jp_fetch, "frame", kernel="k-1", cursor="", interval="0.25")
@@ -160,7 +158,7 @@ async def test_frames_follow_a_kernels_cluster_from_the_registry(jp_fetch) -> No
 
 
 async def test_loose_registry_entries_are_ignored(jp_fetch) -> None:
-    path = registry.write(registry.Entry("k-2", os.getpid(), "started", "tcp://127.0.0.1:1", None))
+    path = registry.write(registry.Entry("k-2", os.getpid(), "cpu", "tcp://127.0.0.1:1", None))
     path.chmod(0o644)
     kernels = await _get(jp_fetch, "kernels")
     assert kernels["kernels"] == []

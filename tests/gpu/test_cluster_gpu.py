@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import spawned_workers, wait_gone
 from IPython.core.error import UsageError
+from support import spawned_workers, wait_gone
 
 from gpudask_jupyter import cluster, gpus, nvml
 

@@ -1,0 +1,113 @@
+"""A real JupyterLab server (subprocess) and Debian's Chromium driven by Playwright.
+
+Chromium is /usr/bin/chromium (Debian's package: ./scripts/test.sh installs it); Playwright
+never downloads a browser. Screenshots go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lab_support import ARTIFACTS, Lab
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    missing = not Path(CHROMIUM).exists()
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.browser)
+            if missing and not os.environ.get("GPUDASK_REQUIRE_BROWSER"):
+                item.add_marker(pytest.mark.skip(reason=f"browser test: {CHROMIUM} not installed"))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    from support import free_port
+
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "notebooks"
+    root.mkdir()
+    runtime = base / "runtime"
+    runtime.mkdir(mode=0o700)
+    token = secrets.token_hex(16)
+    port = free_port()
+    log = base / "lab.log"
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime))
+    args = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.allow_unauthenticated_access=False",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    settings = base / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    args += [  # a fresh workspace and settings: nothing restored from an earlier run
+        f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        f"--LabApp.user_settings_dir={base / 'settings'}",
+    ]
+    if os.getuid() == 0:  # a CI container running as root
+        args.append("--allow-root")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}api/status?token={token}", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("JupyterLab did not start:\n" + log.read_text()) from None
+            time.sleep(0.5)
+    try:
+        yield Lab(url, token, root, log)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(log, ARTIFACTS / "jupyterlab.log")
+
+
+@pytest.fixture
+def page(lab: Lab) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        context = browser.new_context(viewport={"width": 1600, "height": 1000})
+        page = context.new_page()
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.dialogs = dialogs  # type: ignore[attr-defined]
+        try:
+            yield page
+        finally:
+            context.close()
+            browser.close()

@@ -1,0 +1,143 @@
+"""Helpers shared by the tests: process accounting, free ports, real Dask processes, TLS files."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+
+def spawned_workers(root: int | None = None) -> list[psutil.Process]:
+    """Descendant processes started by multiprocessing's spawn (Dask worker processes)."""
+    parent = psutil.Process(root or os.getpid())
+    found = []
+    for proc in parent.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if any("spawn_main" in part for part in proc.cmdline()):
+                found.append(proc)
+    return found
+
+
+def wait_gone(procs: list[psutil.Process], timeout: float = 30) -> list[psutil.Process]:
+    """The processes of ``procs`` still running after ``timeout`` seconds."""
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    return [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class DaskProcesses:
+    """A ``dask scheduler`` and two ``dask worker`` processes on loopback: a real small cluster."""
+
+    def __init__(self, workdir: Path, tls: dict[str, str] | None = None) -> None:
+        self.scheduler_file = workdir / "scheduler.json"
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.logs = workdir
+        tls_args: list[str] = []
+        if tls:
+            tls_args = [
+                "--tls-ca-file",
+                tls["ca"],
+                "--tls-cert",
+                tls["cert"],
+                "--tls-key",
+                tls["key"],
+            ]
+        port = free_port()
+        protocol = "tls" if tls else "tcp"
+        self._spawn(
+            "scheduler",
+            [
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--no-dashboard",
+                "--scheduler-file",
+                str(self.scheduler_file),
+                "--protocol",
+                protocol,
+                *tls_args,
+            ],
+        )
+        deadline = time.monotonic() + 60
+        while not self.scheduler_file.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    "dask scheduler did not write its file: " + self.log("scheduler")
+                )
+            time.sleep(0.1)
+        self.address = json.loads(self.scheduler_file.read_text())["address"]
+        for i in range(2):
+            self._spawn(
+                f"worker{i}",
+                [
+                    "worker",
+                    self.address,
+                    "--nthreads",
+                    "1",
+                    "--nworkers",
+                    "1",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                    "--name",
+                    f"remote-{i}",
+                    "--memory-limit",
+                    "1GB",
+                    *tls_args,
+                ],
+            )
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 - kept open for the process
+        self.procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "dask", *args], stdout=log, stderr=subprocess.STDOUT
+            )
+        )
+
+    def log(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text(errors="replace")
+
+    def wait_for_workers(self, n: int = 2, timeout: float = 60, security: object = None) -> None:
+        from distributed import Client
+
+        with Client(self.address, security=security, timeout=30) as client:
+            client.wait_for_workers(n, timeout=timeout)
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):
+            proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def write_tls_files(folder: Path) -> dict[str, str]:
+    """A self-signed key and certificate as files, as an administrator would hand them out."""
+    from distributed import Security
+
+    sec = Security.temporary()
+    files = {"ca": sec.tls_ca_file, "cert": sec.tls_client_cert, "key": sec.tls_client_key}
+    out = {}
+    for role, text in files.items():
+        path = folder / f"{role}.pem"
+        path.write_text(text)
+        path.chmod(0o600)
+        out[role] = str(path)
+    return out
