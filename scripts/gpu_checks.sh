@@ -25,5 +25,7 @@ fi
 if [[ $what == bench || $what == all ]]; then
   $py benchmarks/transfer.py --sweep 2>&1 | tee "$out/transfer.log" || status=1
   $py benchmarks/cluster_start.py 2>&1 | grep -v -E 'INFO|WARNING' | tee "$out/cluster_start.log" || status=1
+  $py benchmarks/panel_overhead.py --repeat 9 --seconds 3 2>&1 | tee "$out/panel_overhead.log" || status=1
+  $py benchmarks/notebooks.py 2>&1 | tee "$out/notebooks.log" || status=1
 fi
 exit $status

@@ -1,0 +1,133 @@
+"""What an open panel costs a running cell: a CPU-bound loop with and without a panel refreshing
+every 0.25 s, in one real kernel, and the bytes per second the panel sends to the browser.
+
+The kernel is a real ipykernel started through jupyter_client with a cluster of its own
+(%gpu_cluster start), so the panel samples NVML and polls the scheduler as in a notebook. A
+front end is simulated by sending the panel the "hello" a view sends, then counting the frame
+messages on the IOPub channel. Repetitions alternate without/with the panel.
+
+    python benchmarks/panel_overhead.py [--repeat 7] [--seconds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Any
+
+LOOP = """
+import time as _t
+def _spin(seconds):
+    n, end = 0, _t.perf_counter() + seconds
+    while _t.perf_counter() < end:   # calibrate: how many iterations fit in `seconds`
+        n += 1
+    return n
+def _work(n):
+    t0 = _t.perf_counter()
+    x = 0
+    for i in range(n):
+        x += i * i % 7
+    return _t.perf_counter() - t0
+"""
+
+
+def execute(kc: Any, code: str, timeout: float = 600) -> tuple[str, list[dict[str, Any]]]:
+    """Run ``code``; return its stdout and the panel's frame messages seen meanwhile."""
+    msg_id = kc.execute(code)
+    out, frames = [], []
+    while True:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "comm_msg":
+            data = content.get("data", {})
+            if data.get("method") == "custom" and data["content"].get("type") == "frame":
+                frames.append({"bytes": len(json.dumps(data["content"])), "t": time.monotonic()})
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if kind == "stream":
+            out.append(content["text"])
+        elif kind == "error":
+            raise RuntimeError("\n".join(content["traceback"]))
+        elif kind == "status" and content["execution_state"] == "idle":
+            return "".join(out), frames
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of one loop")
+    args = parser.parse_args()
+
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=120)
+    try:
+        out, _ = execute(
+            kc,
+            "%load_ext gpudask_jupyter\n"
+            "client = %gpu_cluster start\n"
+            "from gpudask_jupyter import nvml\n"
+            "print('GPUS', len(nvml.devices()))\n" + LOOP + f"\nN = _spin({args.seconds})\n",
+        )
+        gpus = int(out.split("GPUS ")[1].split()[0])
+        execute(kc, "_work(N)")  # warm up
+        without, with_panel, sent = [], [], []
+        out, _ = execute(
+            kc,
+            "import gpudask_jupyter\npanel = gpudask_jupyter.Panel(interval=0.25)\n"
+            "panel.paused = True\nprint('COMM', panel.comm.comm_id)",
+        )
+        comm_id = out.split("COMM ")[1].split()[0]
+        for _ in range(args.repeat):
+            out, _ = execute(kc, "print(_work(N))")
+            without.append(float(out))
+            execute(kc, "panel.paused = False")
+            hello = kc.session.msg(
+                "comm_msg",
+                {"comm_id": comm_id, "data": {"method": "custom", "content": {"type": "hello"}}},
+            )
+            kc.shell_channel.send(hello)
+            time.sleep(0.5)
+            start = time.monotonic()
+            out, frames = execute(kc, "print(_work(N))")
+            elapsed = time.monotonic() - start
+            with_panel.append(float(out))
+            steady = [f for f in frames if f["t"] >= start]
+            sent.append((sum(f["bytes"] for f in steady) / elapsed, len(steady) / elapsed))
+            execute(kc, "panel.paused = True")
+            time.sleep(0.3)
+        execute(kc, "panel.close()\n%gpu_cluster stop")
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+
+    base, loaded = statistics.median(without), statistics.median(with_panel)
+    rate = statistics.median(b for b, _ in sent)
+    per_second = statistics.median(f for _, f in sent)
+    print(
+        f"GPUs on this machine: {gpus}; loop of about {args.seconds:g} s, {args.repeat} runs each"
+    )
+    print(
+        "| case | median loop s | best s | slowdown | frames/s | bytes/s to browser "
+        "| bytes/s per GPU |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print(f"| no panel | {base:.4f} | {min(without):.4f} | – | – | – | – |")
+    per_gpu = f"{rate / gpus:,.0f}" if gpus else "– (no GPU)"
+    slowdown = 100 * (loaded / base - 1)
+    print(
+        f"| panel, 0.25 s | {loaded:.4f} | {min(with_panel):.4f} | {slowdown:+.2f}% "
+        f"| {per_second:.1f} | {rate:,.0f} | {per_gpu} |"
+    )
+
+
+if __name__ == "__main__":
+    main()

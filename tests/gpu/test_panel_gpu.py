@@ -1,0 +1,136 @@
+"""The monitor's frames on a real GPU: utilisation under load, memory moves with allocations,
+and the server extension's frames carry this machine's GPUs."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from support import free_port
+
+from gpudask_jupyter import gpus, nvml
+from gpudask_jupyter.monitor import Monitor
+
+pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
+
+cupy = pytest.importorskip("cupy")
+
+
+def _device() -> nvml.Device:
+    """The GPU CuPy's device 0 is (the process may run with CUDA_VISIBLE_DEVICES set)."""
+    visible = gpus.visible(nvml.devices(), os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return visible[0]
+
+
+def _values(frame: dict, uuid: str) -> list[list]:
+    return [s["values"][uuid] for s in frame["samples"] if uuid in s["values"]]
+
+
+def test_utilisation_under_matmul_load_is_high() -> None:
+    device = _device()
+    monitor = Monitor(lambda: {})
+    stop = threading.Event()
+
+    def load() -> None:
+        a = cupy.random.random((8192, 8192), dtype=cupy.float32)
+        while not stop.is_set():
+            for _ in range(20):
+                a = a @ a
+                a /= cupy.linalg.norm(a)
+            cupy.cuda.runtime.deviceSynchronize()
+
+    worker = threading.Thread(target=load)
+    worker.start()
+    try:
+        time.sleep(1.0)
+        for _ in range(12):
+            monitor.tick()
+            time.sleep(0.25)
+    finally:
+        stop.set()
+        worker.join()
+    frame, _ = monitor.frame("kernel")
+    names = {d["id"]: d for d in frame["devices"]}
+    assert names[device.uuid]["name"] == device.name
+    utils = [v[0] for v in _values(frame, device.uuid) if v[0] is not None]
+    assert len(utils) >= 10
+    assert max(utils) > 50, utils
+    assert sorted(utils)[len(utils) // 2] > 50, utils  # the median, not one lucky sample
+    temperature, power = _values(frame, device.uuid)[-1][2:4]
+    assert temperature is not None and power is not None and power > 0
+
+
+def test_memory_figure_moves_by_what_is_allocated() -> None:
+    device = _device()
+    monitor = Monitor(lambda: {})
+    cupy.zeros(1)
+    cupy.get_default_memory_pool().free_all_blocks()
+    time.sleep(0.3)
+    monitor.tick()
+    size = 10 * 2**30
+    block = cupy.empty(size, dtype=cupy.uint8)
+    block.fill(1)
+    cupy.cuda.runtime.deviceSynchronize()
+    time.sleep(0.3)
+    monitor.tick()
+    frame, _ = monitor.frame("kernel")
+    before, after = (v[1] for v in _values(frame, device.uuid)[-2:])
+    del block
+    cupy.get_default_memory_pool().free_all_blocks()
+    moved = after - before
+    assert abs(moved - size) <= 0.05 * size, (moved, size)
+
+
+def test_server_frames_carry_this_machines_gpus(tmp_path: Path) -> None:
+    token, port = secrets.token_hex(8), free_port()
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path))
+    args = [
+        sys.executable,
+        "-m",
+        "jupyter_server",
+        "--no-browser",
+        f"--ServerApp.port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        "--ServerApp.jpserver_extensions={'gpudask_jupyter': True}",
+        f"--ServerApp.root_dir={tmp_path}",
+    ]
+    if os.getuid() == 0:
+        args.append("--allow-root")
+    log = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed with the process
+    server = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/gpudask/api/frame?kernel=&interval=0.25&token={token}"
+    try:
+        deadline = time.monotonic() + 60
+        frame = None
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    frame = json.loads(response.read())["frame"]
+                if frame["samples"] and all(
+                    d["id"] in frame["samples"][-1]["values"] for d in frame["devices"]
+                ):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        assert frame is not None, (tmp_path / "server.log").read_text()
+        assert frame["nvml"]["available"] is True
+        assert {d["id"] for d in frame["devices"]} == {d.uuid for d in nvml.devices()}
+        values = frame["samples"][-1]["values"]
+        for device in nvml.devices():
+            utilization, memory_used = values[device.uuid][:2]
+            assert utilization is not None and 0 <= utilization <= 100
+            assert memory_used is not None and 0 < memory_used <= device.memory_total
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
