@@ -11,6 +11,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
+# kernels start "python" from PATH: it must be this environment's
+export PATH="$PWD/.venv/bin:$PATH"
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".${GPUDASK_EXTRAS:+[$GPUDASK_EXTRAS]}"
 mkdir -p notebooks

@@ -22,6 +22,8 @@ export GPUDASK_REQUIRE_BROWSER=1  # a missing browser fails the browser tests in
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
+# kernels start "python" from PATH: it must be this environment's
+export PATH="$PWD/.venv/bin:$PATH"
 py=.venv/bin/python
 $py -m pip install -q --upgrade pip
 # builds the front end with npm on the first install (labextension/ -> gpudask_jupyter/)

@@ -33,38 +33,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"browser test: {CHROMIUM} not installed"))
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def _serve(app: str, base: Path) -> Iterator[Lab]:
+    """Run ``python -m <app>`` (jupyterlab or notebook) on a free port until the block ends."""
     from support import free_port
 
-    base = tmp_path_factory.mktemp("lab")
     root = base / "notebooks"
     root.mkdir()
     runtime = base / "runtime"
     runtime.mkdir(mode=0o700)
     token = secrets.token_hex(16)
     port = free_port()
-    log = base / "lab.log"
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime))
+    log = base / f"{app}.log"
+    # kernels start "python" from PATH: this interpreter's, as in an activated environment
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime), PATH=path)
+    settings = base / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    app_class = "LabApp" if app == "jupyterlab" else "JupyterNotebookApp"
     args = [
         sys.executable,
         "-m",
-        "jupyterlab",
+        app,
         "--no-browser",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
         "--ServerApp.allow_unauthenticated_access=False",
-        "--LabApp.news_url=",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]
-    settings = base / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    args += [  # a fresh workspace and settings: nothing restored from an earlier run
-        f"--LabApp.workspaces_dir={base / 'workspaces'}",
-        f"--LabApp.user_settings_dir={base / 'settings'}",
+        # a fresh workspace and settings: nothing restored from an earlier run, no news
+        f"--{app_class}.workspaces_dir={base / 'workspaces'}",
+        f"--{app_class}.user_settings_dir={base / 'settings'}",
     ]
     if os.getuid() == 0:  # a CI container running as root
         args.append("--allow-root")
@@ -78,10 +77,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                 break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("JupyterLab did not start:\n" + log.read_text()) from None
+                raise RuntimeError(f"{app} did not start:\n" + log.read_text()) from None
             time.sleep(0.5)
     try:
-        yield Lab(url, token, root, log)
+        yield Lab(url, token, root, log, "lab/tree/" if app == "jupyterlab" else "notebooks/")
     finally:
         proc.terminate()
         try:
@@ -89,7 +88,17 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         except subprocess.TimeoutExpired:
             proc.kill()
         ARTIFACTS.mkdir(exist_ok=True)
-        shutil.copy(log, ARTIFACTS / "jupyterlab.log")
+        shutil.copy(log, ARTIFACTS / log.name)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    yield from _serve("jupyterlab", tmp_path_factory.mktemp("lab"))
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    yield from _serve("notebook", tmp_path_factory.mktemp("notebook"))
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ class Lab:
     token: str
     root: Path
     log: Path
+    open_prefix: str  # "lab/tree/" (JupyterLab) or "notebooks/" (Notebook 7)
 
     def notebook(self, name: str, cells: list[str]) -> str:
         nb = {
@@ -36,7 +37,7 @@ class Lab:
             "nbformat_minor": 5,
         }
         (self.root / name).write_text(json.dumps(nb))
-        return f"{self.url}lab/tree/{name}?token={self.token}"
+        return f"{self.url}{self.open_prefix}{name}?token={self.token}"
 
 
 def shot(page: Any, name: str) -> None:

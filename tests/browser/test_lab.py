@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -23,10 +24,23 @@ CELLS = [
 ]
 
 
-def _run_all(page: Any, url: str) -> None:
+def _kernel_idle(lab: Lab) -> bool:
+    """The notebook's kernel has started and is idle (asked through the server's REST API)."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{lab.url}api/sessions?token={lab.token}", timeout=5) as reply:
+        sessions = json.loads(reply.read())
+    return any(s["kernel"]["execution_state"] == "idle" for s in sessions)
+
+
+def _run_all(page: Any, lab: Lab, url: str) -> None:
     page.goto(url)
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-    page.wait_for_selector("text=Kernel status: Idle", state="attached", timeout=60_000)
+    deadline = time.monotonic() + 60
+    while not _kernel_idle(lab):
+        assert time.monotonic() < deadline, "the notebook's kernel did not start"
+        time.sleep(0.5)
     started = "() => document.querySelector('.jp-InputPrompt').textContent.trim() !== '[ ]:'"
     for _ in range(3):  # the menu may open before the notebook has the focus: try again
         page.get_by_role("menuitem", name="Run", exact=True).click()
@@ -65,7 +79,7 @@ def _drawn(page: Any, scope: str, timeout: int = 60_000) -> dict[str, int]:
 
 
 def test_panel_and_sidebar_draw_the_task_stream(lab: Lab, page: Any) -> None:
-    _run_all(page, lab.notebook("panel.ipynb", CELLS))
+    _run_all(page, lab, lab.notebook("panel.ipynb", CELLS))
 
     # the panel widget in the notebook's output
     drawn = _drawn(page, ".jp-OutputArea")
@@ -96,3 +110,12 @@ def test_panel_and_sidebar_draw_the_task_stream(lab: Lab, page: Any) -> None:
     if not nvml.status().available:  # then the sidebar says why, in words
         assert "No GPU data" in page.locator(f"{sidebar} .gpudask-messages").inner_text()
     shot(page, "sidebar-xss-key-as-text")
+
+
+def test_panel_renders_in_notebook_7(notebook7: Lab, page: Any) -> None:
+    _run_all(page, notebook7, notebook7.notebook("panel.ipynb", CELLS))
+    drawn = _drawn(page, ".jp-OutputArea")
+    assert drawn["lanes"] == 2
+    assert page.locator(".jp-OutputArea .gpudask-view img").count() == 0
+    assert page.dialogs == []  # type: ignore[attr-defined]
+    shot(page, "notebook7-panel")
