@@ -285,27 +285,33 @@ def _device(text: str) -> int:
     return value
 
 
-@ma.magic_arguments(name="to_gpu")
-@ma.argument(
+# the arguments both cell magics take (one decorator object may decorate several parsers)
+_NAMES = ma.argument(
     "names",
     nargs="*",
     type=_name,
     metavar="NAME",
     help="variables to move (default: every name the cell created or re-bound)",
 )
-@ma.argument(
+_EXCLUDE = ma.argument(
     "--exclude",
     nargs="+",
     type=_name,
     default=[],
     action="extend",
     metavar="NAME",
-    help="variables to leave on the host",
+    help="variables to leave where they are",
 )
+_QUIET = ma.argument("-q", "--quiet", action="store_true", help="no summary table")
+
+
+@ma.magic_arguments(name="%to_gpu")
+@_NAMES
+@_EXCLUDE
 @ma.argument(
     "--device", type=_device, metavar="N", help="GPU to move to (default: the current one)"
 )
-@ma.argument("-q", "--quiet", action="store_true", help="no summary table")
+@_QUIET
 @ma.argument(
     "--require-gpu",
     action="store_true",
@@ -319,24 +325,10 @@ def _to_gpu() -> None:
     """
 
 
-@ma.magic_arguments(name="to_cpu")
-@ma.argument(
-    "names",
-    nargs="*",
-    type=_name,
-    metavar="NAME",
-    help="variables to move (default: every name the cell created or re-bound)",
-)
-@ma.argument(
-    "--exclude",
-    nargs="+",
-    type=_name,
-    default=[],
-    action="extend",
-    metavar="NAME",
-    help="variables to leave on the GPU",
-)
-@ma.argument("-q", "--quiet", action="store_true", help="no summary table")
+@ma.magic_arguments(name="%to_cpu")
+@_NAMES
+@_EXCLUDE
+@_QUIET
 def _to_cpu() -> None:
     """Run the cell, then move the cuDF / CuPy / GPU-backed Dask objects it created to the host.
 

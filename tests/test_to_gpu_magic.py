@@ -196,7 +196,7 @@ def test_bad_arguments_do_not_run_the_cell(shell, line: str, message: str) -> No
     with pytest.raises(UsageError) as info:
         shell.run_cell_magic("to_gpu", line, "ran = True")
     assert message in str(info.value)
-    assert "usage: %to_gpu" in str(info.value)
+    assert "usage: %%to_gpu" in str(info.value)
     assert "ran" not in shell.user_ns
 
 
