@@ -190,6 +190,7 @@ class ClusterSession:
         timeout = opts.timeout if opts.timeout is not None else config.get("startup-timeout")
         security, tls_pem = _temporary_tls() if opts.tls else (None, None)
         common: dict[str, Any] = {
+            "preload": ["gpudask_jupyter.worker_setup"],
             "host": opts.host,
             "dashboard_address": opts.dashboard_address,
             "protocol": "tls" if opts.tls else opts.protocol,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,6 +83,24 @@ def test_kernel_restart_leaves_no_worker(kernel) -> None:
     kc.wait_for_ready(timeout=60)
     reply = run(kc, "1 + 1")
     assert reply["status"] == "ok"
+
+
+def test_interrupting_a_cell_keeps_the_workers(kernel) -> None:
+    km, kc = kernel
+    workers = _start_cluster(km, kc)
+    kc.execute("import time\ntime.sleep(30)")
+    time.sleep(1)
+    km.interrupt_kernel()
+    kc.wait_for_ready(timeout=30)
+    time.sleep(1)
+    assert all(w.is_running() for w in workers)
+    reply = run(
+        kc,
+        "n = len(client.scheduler_info()['workers'])\n"
+        "print(n, client.submit(sum, [1, 2]).result(timeout=30))",
+    )
+    assert reply["status"] == "ok", reply["output"]
+    assert reply["output"].split() == ["2", "3"]
 
 
 def test_kernel_id_names_the_registry_entry(kernel, runtime_dir) -> None:

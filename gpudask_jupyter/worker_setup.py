@@ -1,0 +1,19 @@
+"""A Dask preload for the workers of a cluster the kernel starts.
+
+Jupyter interrupts a kernel by signalling its whole process group, and a terminal sends Ctrl+C
+to the foreground group: both would reach the worker processes too, which die of it, leaving a
+cluster without workers after the user merely stopped a cell. Each worker therefore moves to a
+process group of its own as it starts. It still ends with the kernel: distributed's worker
+processes exit when the pipe from their parent closes, whatever their group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+
+def dask_setup(worker: Any) -> None:
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)

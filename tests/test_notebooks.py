@@ -1,0 +1,172 @@
+"""The workshop notebooks (notebooks/*.ipynb), end to end through a real kernel.
+
+Each notebook runs with nbclient in a fresh ``python3`` kernel: the magics run for real (clusters,
+workers, scheduler subprocesses). Small sizes are appended to the notebook's one ``parameters``
+cell; the notebook itself must also work with its own defaults, which pick small sizes without a
+GPU. Without a GPU, the CPU fallback must say so and no ``speed-up`` line may appear. Every
+process the kernel started, and the kernel itself, must be gone after the kernel shuts down.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import psutil
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+# small sizes per notebook, appended to its `parameters` cell (a new notebook needs an entry)
+SMALL = {
+    "01_check_machine_and_start_cluster.ipynb": "N = 100_000",
+    "02_pandas_to_cudf.ipynb": "ROWS = 200_000\nREPEAT = 1",
+    "03_numpy_cupy_and_dask_arrays.ipynb": "N = 200\nSIDE = 800\nREPEAT = 1",
+    "04_watching_work_in_the_panel.ipynb": "ROWS = 200_000\nROUNDS = 1",
+    "05_attaching_to_a_multi_node_cluster.ipynb": "SIDE = 800",
+}
+# what %gpu_cluster start and %%to_gpu print when they fall back to the CPU
+FALLBACK = ("no usable GPU", "no GPU for the conversion")
+SPEED_UP = "speed-up "
+
+
+def _gpu_usable() -> bool:
+    from gpudask_jupyter import nvml
+
+    return nvml.status().available and all(
+        importlib.util.find_spec(module) is not None for module in ("cupy", "dask_cuda")
+    )
+
+
+def _parameters_cells(nb: Any) -> list[Any]:
+    return [cell for cell in nb.cells if "parameters" in cell.metadata.get("tags", [])]
+
+
+def _texts(nb: Any) -> list[str]:
+    """Every output's text: streams, errors, and the text/plain of results and displays."""
+    texts = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream":
+                texts.append(output.text)
+            elif output.output_type == "error":
+                texts.append("\n".join(output.traceback))
+            else:
+                texts.append(output.get("data", {}).get("text/plain", ""))
+    return texts
+
+
+def _ids(path: Path) -> str:
+    return path.stem
+
+
+def test_the_series_is_there() -> None:
+    assert [p.name for p in NOTEBOOKS] == sorted(SMALL), "notebooks/ and SMALL disagree"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids)
+def test_committed_notebook_is_clean(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == "python3"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            assert cell.outputs == [], f"cell {index} has outputs: strip them"
+            assert cell.execution_count is None, f"cell {index} has an execution count"
+    parameters = _parameters_cells(nb)
+    assert len(parameters) == 1, "exactly one cell tagged 'parameters'"
+    assert parameters[0].cell_type == "code"
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        parent = psutil.Process(pid)
+        return [parent, *parent.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _still_running(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    _, alive = psutil.wait_procs(procs, timeout=timeout)
+    return [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _describe(proc: psutil.Process) -> str:
+    try:
+        return f"{proc.pid}: {' '.join(proc.cmdline())[:200]}"
+    except psutil.Error:
+        return str(proc.pid)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids)
+def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    # the kernel (and the Dask processes it starts) import this checkout's package
+    path_before = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), path_before])))
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+
+    nb = nbformat.read(path, as_version=4)
+    (parameters,) = _parameters_cells(nb)
+    parameters.source += "\n" + SMALL[path.name]
+
+    seen: dict[int, psutil.Process] = {}
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+
+    def record(**_: Any) -> None:
+        """After each cell: the kernel and everything it started so far."""
+        provisioner = getattr(client.km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        if process is not None:
+            seen.update((p.pid, p) for p in _descendants(process.pid))
+
+    client = NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(workdir)}},
+        on_cell_executed=record,
+    )
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        pytest.fail(f"{path.name}: a cell failed\n{err}")
+    finally:
+        # the kernel has shut down: none of its processes (workers, schedulers) may be left
+        leftovers = _still_running(list(seen.values()), timeout=30)
+        mine = [
+            p for p in psutil.Process().children(recursive=True) if p.pid not in before
+        ]  # anything else this test started
+        leftovers += [p for p in _still_running(mine, timeout=10) if p.pid not in seen]
+        for proc in leftovers:
+            proc.kill()
+        assert not leftovers, "processes left running:\n" + "\n".join(map(_describe, leftovers))
+
+    errors = [
+        output
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+        if output.output_type == "error"
+    ]
+    assert not errors, errors
+    assert seen, "the kernel's process was never seen"
+
+    text = "\n".join(_texts(nb))
+    if not _gpu_usable():
+        if not path.name.startswith("05"):
+            assert any(message in text for message in FALLBACK), (
+                f"{path.name}: no CPU fallback message in the outputs"
+            )
+        speed_ups = [line for line in text.splitlines() if line.startswith(SPEED_UP)]
+        assert not speed_ups, f"speed-up lines without a GPU: {speed_ups}"
