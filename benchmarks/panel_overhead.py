@@ -110,10 +110,17 @@ def main() -> None:
         km.shutdown_kernel(now=False)
 
     base, loaded = statistics.median(without), statistics.median(with_panel)
+    # each run with the panel against the run just before it without: drift cancels out
+    paired = sorted(w / b - 1 for w, b in zip(with_panel, without, strict=True))
+    quartiles = statistics.quantiles(paired, n=4) if len(paired) >= 2 else [paired[0]] * 3
     rate = statistics.median(b for b, _ in sent)
     per_second = statistics.median(f for _, f in sent)
     print(
         f"GPUs on this machine: {gpus}; loop of about {args.seconds:g} s, {args.repeat} runs each"
+    )
+    print(
+        f"paired slowdown: median {100 * statistics.median(paired):+.2f}%, "
+        f"interquartile range {100 * quartiles[0]:+.2f}% .. {100 * quartiles[2]:+.2f}%"
     )
     print(
         "| case | median loop s | best s | slowdown | frames/s | bytes/s to browser "
