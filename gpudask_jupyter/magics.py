@@ -407,18 +407,6 @@ def _display(obj: Any) -> None:
     display(obj)
 
 
-_TRAITS = {
-    "require_gpu": Bool,
-    "nvml": Bool,
-    "startup_timeout": Float,
-    "pinned_buffer": Unicode,
-    "transfer_threshold": Unicode,
-    "transfer_threads": Integer,
-    "refresh_interval": Float,
-    "history": Float,
-}
-
-
 @magics_class
 class GpuDaskMagics(Magics):
     """``%gpu_cluster``; options settable with ``%config GpuDaskMagics.<option> = value``."""
@@ -444,7 +432,7 @@ class GpuDaskMagics(Magics):
     ).tag(config=True)
     history = Float(None, allow_none=True, help=config.OPTIONS["history"].doc).tag(config=True)
 
-    @observe(*_TRAITS)
+    @observe(*(option.attr for option in config.OPTIONS.values()))
     def _option_changed(self, change: dict[str, Any]) -> None:
         name = change["name"].replace("_", "-")
         try:

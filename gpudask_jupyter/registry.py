@@ -110,6 +110,13 @@ def is_private(info: os.stat_result) -> bool:
     )
 
 
+def _private_file(path: str) -> bool:
+    try:
+        return is_private(Path(path).stat())
+    except OSError:
+        return False
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -136,10 +143,7 @@ def read_all(directory: Path | None = None) -> dict[str, Entry]:
         if entry.version != SCHEMA_VERSION or not _alive(entry.pid):
             continue
         if entry.tls and not all(
-            is_private(Path(entry.tls.get(k, "")).stat())
-            if Path(entry.tls.get(k, "")).exists()
-            else False
-            for k in ("ca_file", "cert_file", "key_file")
+            _private_file(entry.tls.get(k, "")) for k in ("ca_file", "cert_file", "key_file")
         ):
             continue
         found[entry.kernel_id] = entry
