@@ -98,8 +98,8 @@ OPTIONS: dict[str, Option] = {
             "transfer-threads",
             0,
             _positive_int,
-            "Host threads that fill and drain the pinned buffers; 0 picks one per two CPU cores "
-            "(at most 16).",
+            "Host threads that fill and drain the pinned buffers; 0 picks all but two of the "
+            "cores the kernel may use (2 to 16).",
         ),
         Option(
             "refresh-interval",

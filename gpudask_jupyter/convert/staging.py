@@ -3,50 +3,49 @@
 A copy from pageable host memory is bounced through a driver buffer and runs at a fraction of
 what the bus allows; a copy from page-locked ("pinned") memory is a direct DMA. So the data goes
 through a small ring of pinned buffers instead: several host threads each fill their next buffer
-(a plain memcpy that releases the GIL) while the DMA of their previous buffer runs on their own
+(a plain memcpy that releases the GIL) while the DMAs of their previous buffers run on their own
 CUDA stream, and the reverse for device→host. The buffers are allocated once, on first use,
 bounded by the ``pinned-buffer`` option, reused for every transfer and freed by :func:`release`
 (``%unload_ext``).
+
+What limits the pipeline is the host: memcpy runs at a few GB/s per thread. So the threads take
+their next piece from one shared cursor (a thread that was descheduled does not leave the others
+waiting for its share at the end), and all the arrays of a frame travel as one job
+(:class:`Batch`), so the pipeline fills and drains once per frame, not once per column.
+Registering the user's own memory with the driver (``cudaHostRegister``) to skip the memcpy was
+measured and lost: registration is serialised in the driver and ran at about 16 GB/s end to end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from .. import config
 
 MiB = 2**20
-_H2D = 1  # cudaMemcpyHostToDevice
-_D2H = 2  # cudaMemcpyDeviceToHost
+_CHUNK = 4 * MiB  # large enough for a DMA near full speed, small enough to keep several in flight
+_MAX_DEPTH = 8
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 2
 
 
 def default_threads() -> int:
-    """One copy thread per two cores, at most 16: memcpy into pinned memory is the bottleneck."""
-    return max(2, min(16, (os.cpu_count() or 2) // 2))
-
-
-class _PinnedBuffer:
-    def __init__(self, size: int) -> None:
-        import cupy
-
-        self.ptr = int(cupy.cuda.runtime.hostAlloc(size, 0))
-        self.size = size
-
-    def free(self) -> None:
-        import cupy
-
-        if self.ptr:
-            cupy.cuda.runtime.freeHost(self.ptr)
-            self.ptr = 0
-
-
-_CHUNK = 4 * MiB  # large enough for memcpy's non-temporal stores and a DMA near full speed
-_MAX_DEPTH = 8
+    """All but two of the cores this process may run on, 2 to 16: memcpy is the bottleneck, and
+    a transfer is short, so it may take the machine while it lasts."""
+    return max(2, min(16, usable_cores() - 2))
 
 
 def layout(capacity: int, threads: int) -> tuple[int, int]:
@@ -57,22 +56,113 @@ def layout(capacity: int, threads: int) -> tuple[int, int]:
     return depth, chunk
 
 
+@dataclass(frozen=True)
+class Segment:
+    """``nbytes`` to copy between host address ``host`` and device address ``device``."""
+
+    host: int
+    device: int
+    nbytes: int
+
+
+class Backend(Protocol):
+    """The CUDA calls the pipeline makes; a seam so the pipeline's logic can be tested on a CPU."""
+
+    def alloc_pinned(self, size: int) -> int: ...
+    def free_pinned(self, ptr: int) -> None: ...
+    def set_device(self, device: int) -> None: ...
+    def synchronize(self, device: int) -> None: ...
+    def stream(self, device: int) -> Any: ...
+    def event(self, device: int) -> Any: ...
+    def copy_async(self, dst: int, src: int, size: int, to_device: bool, stream: Any) -> None: ...
+
+
+class CupyBackend:
+    """The CUDA runtime through CuPy (imported only when a transfer first happens)."""
+
+    def __init__(self) -> None:
+        import cupy
+
+        self._cupy = cupy
+        self._runtime = cupy.cuda.runtime
+
+    def alloc_pinned(self, size: int) -> int:
+        return int(self._runtime.hostAlloc(size, 0))
+
+    def free_pinned(self, ptr: int) -> None:
+        self._runtime.freeHost(ptr)
+
+    def set_device(self, device: int) -> None:
+        self._runtime.setDevice(device)
+
+    def synchronize(self, device: int) -> None:
+        with self._cupy.cuda.Device(device):
+            self._runtime.deviceSynchronize()
+
+    def stream(self, device: int) -> Any:
+        with self._cupy.cuda.Device(device):
+            return self._cupy.cuda.Stream(non_blocking=True)
+
+    def event(self, device: int) -> Any:
+        with self._cupy.cuda.Device(device):
+            return self._cupy.cuda.Event(block=False, disable_timing=True)
+
+    def copy_async(self, dst: int, src: int, size: int, to_device: bool, stream: Any) -> None:
+        kind = 1 if to_device else 2  # cudaMemcpyHostToDevice / DeviceToHost
+        self._runtime.memcpyAsync(dst, src, size, kind, stream.ptr)
+
+
+class _Pieces:
+    """The job's next piece (host address, device address, size) for whichever thread asks."""
+
+    def __init__(self, segments: Sequence[Segment], chunk: int) -> None:
+        self._segments = [s for s in segments if s.nbytes > 0]
+        self._chunk = chunk
+        self._index = 0
+        self._offset = 0
+        self._lock = threading.Lock()
+        self.count = sum(math.ceil(s.nbytes / chunk) for s in self._segments)
+
+    def next(self) -> tuple[int, int, int] | None:
+        with self._lock:
+            if self._index >= len(self._segments):
+                return None
+            segment = self._segments[self._index]
+            offset = self._offset
+            size = min(self._chunk, segment.nbytes - offset)
+            self._offset += size
+            if self._offset >= segment.nbytes:
+                self._index, self._offset = self._index + 1, 0
+            return segment.host + offset, segment.device + offset, size
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._index = len(self._segments)
+
+
 class PinnedStager:
     """A fixed ring of pinned buffers per thread, and the threads that move data through them.
 
-    Each thread owns ``depth`` buffers and a CUDA stream: it copies its next chunk into a free
-    buffer (``memmove``, which releases the GIL) and queues that buffer's DMA, so that copies
-    on the host and DMAs on the bus overlap. Chunks are dealt out round-robin, so the threads
-    walk the data together from the front.
+    Each thread owns ``depth`` buffers, as many events and one CUDA stream. For host→device it
+    copies its next piece into a free buffer and queues that buffer's DMA; for device→host it
+    queues the DMA into a free buffer and copies a buffer out once its DMA is done. Either way a
+    buffer is reused only after the event recorded behind its DMA has fired.
     """
 
-    def __init__(self, capacity: int, threads: int) -> None:
+    def __init__(self, capacity: int, threads: int, backend: Backend | None = None) -> None:
         self.threads = max(1, threads)
         self.depth, self.chunk = layout(capacity, self.threads)
         self.capacity = self.chunk * self.depth * self.threads
-        self._buffers = [
-            [_PinnedBuffer(self.chunk) for _ in range(self.depth)] for _ in range(self.threads)
-        ]
+        self._backend: Backend = backend if backend is not None else CupyBackend()
+        self._buffers: list[list[int]] = []
+        try:
+            for _ in range(self.threads):
+                self._buffers.append(
+                    [self._backend.alloc_pinned(self.chunk) for _ in range(self.depth)]
+                )
+        except BaseException:
+            self._free_buffers()
+            raise
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="gpudask-staging")
         self._per_device: dict[int, tuple[list[Any], list[list[Any]]]] = {}
         self._lock = threading.Lock()
@@ -83,89 +173,91 @@ class PinnedStager:
         )
 
     def _streams(self, device: int) -> tuple[list[Any], list[list[Any]]]:
-        import cupy
-
         if device not in self._per_device:
-            with cupy.cuda.Device(device):
-                streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(self.threads)]
-                events = [
-                    [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(self.depth)]
-                    for _ in range(self.threads)
-                ]
+            backend = self._backend
+            streams = [backend.stream(device) for _ in range(self.threads)]
+            events = [
+                [backend.event(device) for _ in range(self.depth)] for _ in range(self.threads)
+            ]
             self._per_device[device] = (streams, events)
         return self._per_device[device]
 
-    def _run(self, work: Any, nbytes: int, device: int) -> None:
-        import cupy
+    def _work(self, t: int, pieces: _Pieces, to_device: bool, device: int) -> None:
+        backend = self._backend
+        backend.set_device(device)
+        streams, events = self._per_device[device]
+        stream, ring, buffers, depth = streams[t], events[t], self._buffers[t], self.depth
+        held = [(0, 0)] * depth  # device→host: where each buffer's bytes go once its DMA is done
+        issued = 0
 
+        def drain(slot: int) -> None:
+            ring[slot].synchronize()
+            host, size = held[slot]
+            if size:
+                ctypes.memmove(host, buffers[slot], size)
+
+        try:
+            while (piece := pieces.next()) is not None:
+                host, dev, size = piece
+                slot = issued % depth
+                if issued >= depth:
+                    drain(slot)  # the DMA that last used this buffer is done
+                if to_device:
+                    ctypes.memmove(buffers[slot], host, size)
+                    backend.copy_async(dev, buffers[slot], size, True, stream)
+                else:
+                    backend.copy_async(buffers[slot], dev, size, False, stream)
+                    held[slot] = (host, size)
+                ring[slot].record(stream)
+                issued += 1
+            for k in range(max(0, issued - depth), issued):  # oldest first
+                drain(k % depth)
+        except BaseException:
+            pieces.cancel()
+            with contextlib.suppress(Exception):
+                stream.synchronize()  # no DMA may still use a buffer after we give up
+            raise
+
+    @contextlib.contextmanager
+    def transfer(self, segments: Sequence[Segment], to_device: bool, device: int) -> Iterator[None]:
+        """Copy ``segments`` while the body of the ``with`` runs; done when the block exits.
+
+        The body may do other work meanwhile (cuDF's own path for the columns that do not take
+        this one). If it raises, the copy is cut short, waited for, and the body's error raised.
+        """
         with self._lock:
             self._streams(device)
-            with cupy.cuda.Device(device):
-                # kernels on other streams may still use the memory we read or write
-                cupy.cuda.runtime.deviceSynchronize()
-            active = min(self.threads, math.ceil(nbytes / self.chunk))
-            for future in [self._pool.submit(work, t) for t in range(active)]:
+            # kernels on other streams may still use the memory we read or write
+            self._backend.synchronize(device)
+            pieces = _Pieces(segments, self.chunk)
+            futures: list[Future[None]] = [
+                self._pool.submit(self._work, t, pieces, to_device, device)
+                for t in range(min(self.threads, pieces.count))
+            ]
+            try:
+                yield
+            except BaseException:
+                pieces.cancel()
+                wait(futures)
+                raise
+            wait(futures)  # all of them, before the lock lets the next transfer use the buffers
+            for future in futures:
                 future.result()
 
-    def h2d(self, src_ptr: int, dst_ptr: int, nbytes: int, device: int) -> None:
-        """Copy ``nbytes`` of host memory at ``src_ptr`` to device memory at ``dst_ptr``."""
-        import cupy
+    def copy(self, segments: Sequence[Segment], to_device: bool, device: int) -> None:
+        with self.transfer(segments, to_device, device):
+            pass
 
-        runtime = cupy.cuda.runtime
-        chunk, step, depth = self.chunk, self.chunk * self.threads, self.depth
-
-        def work(t: int) -> None:
-            runtime.setDevice(device)
-            streams, events = self._per_device[device]
-            stream, slots, buffers = streams[t], events[t], self._buffers[t]
-            for j, offset in enumerate(range(t * chunk, nbytes, step)):
-                size = min(chunk, nbytes - offset)
-                slot = j % depth
-                if j >= depth:
-                    slots[slot].synchronize()  # the DMA that last read this buffer is done
-                ctypes.memmove(buffers[slot].ptr, src_ptr + offset, size)
-                runtime.memcpyAsync(dst_ptr + offset, buffers[slot].ptr, size, _H2D, stream.ptr)
-                slots[slot].record(stream)
-            stream.synchronize()
-
-        self._run(work, nbytes, device)
-
-    def d2h(self, src_ptr: int, dst_ptr: int, nbytes: int, device: int) -> None:
-        """Copy ``nbytes`` of device memory at ``src_ptr`` to host memory at ``dst_ptr``."""
-        import cupy
-
-        runtime = cupy.cuda.runtime
-        chunk, step, depth = self.chunk, self.chunk * self.threads, self.depth
-
-        def work(t: int) -> None:
-            runtime.setDevice(device)
-            streams, events = self._per_device[device]
-            stream, slots, buffers = streams[t], events[t], self._buffers[t]
-            pending: list[tuple[int, int, int]] = []
-
-            def drain(slot: int, offset: int, size: int) -> None:
-                slots[slot].synchronize()
-                ctypes.memmove(dst_ptr + offset, buffers[slot].ptr, size)
-
-            for j, offset in enumerate(range(t * chunk, nbytes, step)):
-                size = min(chunk, nbytes - offset)
-                slot = j % depth
-                if len(pending) == depth:
-                    drain(*pending.pop(0))  # frees this slot's buffer
-                runtime.memcpyAsync(buffers[slot].ptr, src_ptr + offset, size, _D2H, stream.ptr)
-                slots[slot].record(stream)
-                pending.append((slot, offset, size))
-            for item in pending:
-                drain(*item)
-
-        self._run(work, nbytes, device)
+    def _free_buffers(self) -> None:
+        for ring in self._buffers:
+            for ptr in ring:
+                self._backend.free_pinned(ptr)
+        self._buffers = []
 
     def close(self) -> None:
         with self._lock:
             self._pool.shutdown(wait=True)
-            for ring in self._buffers:
-                for buffer in ring:
-                    buffer.free()
+            self._free_buffers()
             self._per_device.clear()
 
 
@@ -212,35 +304,92 @@ def current_device() -> int:
     return int(cupy.cuda.runtime.getDevice())
 
 
+def _order(flags: Any) -> Literal["C", "F"]:
+    return "F" if flags.f_contiguous and not flags.c_contiguous else "C"
+
+
+class Batch:
+    """Arrays whose bytes cross in one pinned transfer, in one direction, to or from one device.
+
+    ``device_array`` / ``host_array`` allocate the destination at once and return it; its
+    contents are valid once :meth:`running` has exited (or :meth:`run` returned). The batch
+    holds the sources (and any contiguous copies made of them) until then.
+    """
+
+    def __init__(self, to_device: bool, device: int | None = None) -> None:
+        self.to_device = to_device
+        self.device = device
+        self._segments: list[Segment] = []
+        self._keep: list[Any] = []
+
+    def __len__(self) -> int:
+        return len(self._segments)
+
+    def device_array(self, host: Any) -> Any:
+        """An uninitialised CuPy array that will equal ``cupy.asarray(host)``."""
+        import cupy
+        import numpy as np
+
+        assert self.to_device
+        if not (host.flags.c_contiguous or host.flags.f_contiguous):
+            host = np.ascontiguousarray(host)
+        if self.device is None:
+            self.device = current_device()
+        with cupy.cuda.Device(self.device):
+            out = cupy.empty(host.shape, dtype=host.dtype, order=_order(host.flags))
+        if host.nbytes:
+            self._segments.append(Segment(host.ctypes.data, int(out.data.ptr), host.nbytes))
+            self._keep.append(host)
+        return out
+
+    def host_array(self, dev: Any) -> Any:
+        """An uninitialised NumPy array that will equal ``dev.get()``."""
+        import cupy
+        import numpy as np
+
+        assert not self.to_device
+        device = int(dev.device.id)
+        if self.device is None:
+            self.device = device
+        if device != self.device:  # one transfer runs on one device's streams
+            return dev.get()
+        if not (dev.flags.c_contiguous or dev.flags.f_contiguous):
+            with cupy.cuda.Device(device):
+                dev = cupy.ascontiguousarray(dev)
+        out = np.empty(dev.shape, dtype=dev.dtype, order=_order(dev.flags))
+        if out.nbytes:
+            self._segments.append(Segment(out.ctypes.data, int(dev.data.ptr), out.nbytes))
+            self._keep.append(dev)
+        return out
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Copy everything added so far while the body runs (see :meth:`PinnedStager.transfer`)."""
+        if not self._segments or self.device is None:
+            yield
+            return
+        try:
+            with get().transfer(self._segments, self.to_device, self.device):
+                yield
+        finally:
+            self._segments, self._keep = [], []
+
+    def run(self) -> None:
+        with self.running():
+            pass
+
+
 def to_device(host: Any, device: int | None = None) -> Any:
     """A CuPy array equal to ``cupy.asarray(host)``, copied through pinned memory."""
-    import cupy
-    import numpy as np
-
-    if not (host.flags.c_contiguous or host.flags.f_contiguous):
-        host = np.ascontiguousarray(host)
-    order: Literal["C", "F"] = (
-        "F" if host.flags.f_contiguous and not host.flags.c_contiguous else "C"
-    )
-    device = current_device() if device is None else device
-    with cupy.cuda.Device(device):
-        out = cupy.empty(host.shape, dtype=host.dtype, order=order)
-    if host.nbytes:
-        get().h2d(host.ctypes.data, int(out.data.ptr), host.nbytes, device)
+    batch = Batch(to_device=True, device=device)
+    out = batch.device_array(host)
+    batch.run()
     return out
 
 
 def to_host(dev: Any) -> Any:
     """A NumPy array equal to ``dev.get()``, copied through pinned memory."""
-    import cupy
-    import numpy as np
-
-    device = int(dev.device.id)
-    if not (dev.flags.c_contiguous or dev.flags.f_contiguous):
-        with cupy.cuda.Device(device):
-            dev = cupy.ascontiguousarray(dev)
-    order: Literal["C", "F"] = "F" if dev.flags.f_contiguous and not dev.flags.c_contiguous else "C"
-    out = np.empty(dev.shape, dtype=dev.dtype, order=order)
-    if out.nbytes:
-        get().d2h(int(dev.data.ptr), out.ctypes.data, out.nbytes, device)
+    batch = Batch(to_device=False)
+    out = batch.host_array(dev)
+    batch.run()
     return out
