@@ -10,6 +10,7 @@ which goes through Arrow. Each column's failure is reported with its label.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from copy import deepcopy
 from typing import Any
 
@@ -59,8 +60,12 @@ def _with_validity(column: Any, valid: Any) -> Any:
     return column.set_mask(mask, null_count)
 
 
-def _fast_column(series: Any, null: bool | None, device: int) -> Any | None:
-    """The column built through the pinned pipeline, or None if this column should not take it."""
+Finish = Callable[[], Any]
+
+
+def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish | None:
+    """Queue this column's bytes on ``batch`` and return what builds the cuDF column once they
+    have arrived, or None if the column should take cuDF's own path."""
     import numpy as np
     from cudf.core.column import ColumnBase, as_column
 
@@ -71,15 +76,19 @@ def _fast_column(series: Any, null: bool | None, device: int) -> Any | None:
         if dtype.kind in _FAST_KINDS:
             if dtype.kind == "f" and dtype.itemsize == 2:
                 return None  # float16: let cuDF raise its own error
-            dev = staging.to_device(series.to_numpy(copy=False), device)
-            return as_column(dev, nan_as_null=null)
+            dev = batch.device_array(series.to_numpy(copy=False))
+            return lambda: as_column(dev, nan_as_null=null)
         if dtype.kind in "mM" and np.datetime_data(dtype)[0] in _TIME_UNITS:
-            ints = staging.to_device(series.to_numpy(copy=False).view(np.int64), device)
-            column = ColumnBase.from_cuda_array_interface(_Typed(ints, dtype.str))
-            valid = ints != np.iinfo(np.int64).min  # NaT, which cuDF keeps as null
-            if not bool(valid.all()):
-                column = _with_validity(column, valid)
-            return column
+            ints = batch.device_array(series.to_numpy(copy=False).view(np.int64))
+
+            def times() -> Any:
+                column = ColumnBase.from_cuda_array_interface(_Typed(ints, dtype.str))
+                valid = ints != np.iinfo(np.int64).min  # NaT, which cuDF keeps as null
+                if not bool(valid.all()):
+                    column = _with_validity(column, valid)
+                return column
+
+            return times
         return None
     parts = _masked_parts(series.array)
     if parts is None:
@@ -87,47 +96,93 @@ def _fast_column(series: Any, null: bool | None, device: int) -> Any | None:
     data, missing = parts
     if not staging.use_pinned(data.nbytes) or data.dtype.kind not in _FAST_KINDS:
         return None
-    column = ColumnBase.from_cuda_array_interface(staging.to_device(data, device))
-    if missing.any():
-        column = _with_validity(column, ~staging.to_device(missing, device))
-    if data.dtype.kind == "f" and null is not False:
-        column = column.nans_to_nulls()
-    # the dtype cuDF itself gives this pandas dtype (e.g. a pandas nullable dtype)
-    target = as_column(series.iloc[:0], nan_as_null=null).dtype
-    return column if column.dtype == target else column.astype(target)
+    values = batch.device_array(data)
+    invalid = batch.device_array(missing) if missing.any() else None
+
+    def masked() -> Any:
+        column = ColumnBase.from_cuda_array_interface(values)
+        if invalid is not None:
+            column = _with_validity(column, ~invalid)
+        if data.dtype.kind == "f" and null is not False:
+            column = column.nans_to_nulls()
+        # the dtype cuDF itself gives this pandas dtype (e.g. a pandas nullable dtype)
+        target = as_column(series.iloc[:0], nan_as_null=null).dtype
+        return column if column.dtype == target else column.astype(target)
+
+    return masked
 
 
-def column_to_device(
-    series: Any, label: Any, null: bool | None, context: Context, device: int
-) -> Any:
-    from cudf.core.column import as_column
+class _Columns:
+    """The columns of one pandas object on their way to the device.
 
-    try:
-        column = _fast_column(series, null, device)
-        if column is not None:
-            context.path = "pinned"
-            return column
-        return as_column(series, nan_as_null=null)
-    except Exception as err:
-        raise ColumnFailure(label, err, series.dtype) from err
+    Large numeric columns are queued on one pinned batch; the others take cuDF's own path while
+    that batch is in flight. Each failure names its column.
+    """
+
+    def __init__(self, null: bool | None, context: Context, device: int) -> None:
+        self.null, self.context = null, context
+        self.batch = staging.Batch(to_device=True, device=device)
+        # (label, series, Finish | None, what to call instead when it does not take the batch)
+        self._pending: list[tuple[Any, Any, Finish | None, Finish]] = []
+
+    def add(self, label: Any, series: Any, own_path: Finish | None = None) -> int:
+        try:
+            finish = _plan_column(series, self.null, self.batch)
+        except Exception as err:
+            raise ColumnFailure(label, err, series.dtype) from err
+        if own_path is None:
+
+            def own_path() -> Any:
+                from cudf.core.column import as_column
+
+                return as_column(series, nan_as_null=self.null)
+
+        self._pending.append((label, series, finish, own_path))
+        return len(self._pending) - 1
+
+    def build(self) -> list[Any]:
+        built: list[Any] = [None] * len(self._pending)
+        with self.batch.running():
+            for i, (label, series, finish, own_path) in enumerate(self._pending):
+                if finish is None:
+                    try:
+                        built[i] = own_path()
+                    except Exception as err:
+                        raise ColumnFailure(label, err, series.dtype) from err
+        for i, (label, series, finish, _) in enumerate(self._pending):
+            if finish is not None:
+                self.context.path = "pinned"
+                try:
+                    built[i] = finish()
+                except Exception as err:
+                    raise ColumnFailure(label, err, series.dtype) from err
+        return built
 
 
-def index_to_device(index: Any, null: bool | None, context: Context, device: int) -> Any:
+def _index_to_device(index: Any, columns: _Columns) -> Callable[[list[Any]], Any]:
+    """Queue a plain index with the columns; what turns the built columns into the cuDF index."""
     import cudf
     import pandas as pd
 
     if type(index) is pd.Index:
-        try:
-            column = _fast_column(pd.Series(index, copy=False), null, device)
-        except Exception as err:
-            raise ColumnFailure("<index>", err, index.dtype) from err
-        if column is not None:
-            context.path = "pinned"
-            return cudf.Index._from_column(column, name=index.name)
+        position = columns.add(
+            "<index>",
+            pd.Series(index, copy=False),
+            lambda: cudf.from_pandas(index, nan_as_null=columns.null),
+        )
+
+        def plain(built: list[Any]) -> Any:
+            value = built[position]
+            if isinstance(value, cudf.Index):  # it took cuDF's own path
+                return value
+            return cudf.Index._from_column(value, name=index.name)
+
+        return plain
     try:
-        return cudf.from_pandas(index, nan_as_null=null)
+        converted = cudf.from_pandas(index, nan_as_null=columns.null)
     except Exception as err:
         raise ColumnFailure("<index>", err, getattr(index, "dtype", None)) from err
+    return lambda built: converted
 
 
 def pandas_to_cudf(obj: Any, context: Context) -> Any:
@@ -136,37 +191,37 @@ def pandas_to_cudf(obj: Any, context: Context) -> Any:
     import pandas as pd
 
     device = context.device if context.device is not None else staging.current_device()
-    null = nan_as_null()
+    columns = _Columns(nan_as_null(), context, device)
     with cupy.cuda.Device(device):
         if isinstance(obj, pd.DataFrame):
-            columns = {
-                i: column_to_device(series, label, null, context, device)
-                for i, (label, series) in enumerate(obj.items())
-            }
-            index = index_to_device(obj.index, null, context, device)
+            positions = [columns.add(label, series) for label, series in obj.items()]
+            index = _index_to_device(obj.index, columns)
+            built = columns.build()
             frame = cudf.DataFrame._from_data(
-                columns,
-                index,
+                {i: built[p] for i, p in enumerate(positions)},
+                index(built),
                 attrs=deepcopy(obj.attrs),
                 allows_duplicate_labels=obj.flags.allows_duplicate_labels,
             )
             frame.columns = obj.columns
             return frame
         if isinstance(obj, pd.Series):
-            column = column_to_device(obj, obj.name, null, context, device)
-            index = index_to_device(obj.index, null, context, device)
-            series = cudf.Series._from_column(column, name=obj.name, index=index)
+            position = columns.add(obj.name, obj)
+            index = _index_to_device(obj.index, columns)
+            built = columns.build()
+            series = cudf.Series._from_column(built[position], name=obj.name, index=index(built))
             series.attrs = deepcopy(obj.attrs)
             return series
-        return index_to_device(obj, null, context, device)
+        index = _index_to_device(obj, columns)
+        return index(columns.build())
 
 
 # -- device → host -------------------------------------------------------------------------------
 
 
-def _fast_to_host(column: Any) -> Any | None:
-    """The NumPy array ``column.to_pandas()`` holds, copied through the pinned pipeline, or None
-    if this column should take cuDF's own path."""
+def _plan_to_host(column: Any, batch: staging.Batch) -> Any | None:
+    """The NumPy array ``column.to_pandas()`` holds, queued on ``batch`` (its bytes are there once
+    the batch has run), or None if this column should take cuDF's own path."""
     import numpy as np
 
     dtype = column.dtype
@@ -182,58 +237,85 @@ def _fast_to_host(column: Any) -> Any | None:
         values = cupy.asarray(_Typed(column, "<i8"))  # CuPy has no datetime dtype
     else:
         values = column.values  # NaN where null, as to_pandas gives
-    array = staging.to_host(values)
+    array = batch.host_array(values)
     return array if array.dtype == dtype else array.view(dtype)
 
 
-def _column_to_host(column: Any, label: Any, context: Context) -> Any:
-    """What ``column.to_pandas()`` holds, as an array (NumPy or pandas extension array).
+class _HostColumns:
+    """The columns of one cuDF object on their way to the host, as arrays (NumPy or pandas
+    extension arrays), not the ``pandas.Index`` cuDF returns: a DataFrame built from a dict of
+    Index objects costs seconds per GiB in pandas 3, one built from arrays with ``copy=False``
+    nothing. Large numeric columns share one pinned batch; the others take ``to_pandas`` while
+    it is in flight."""
 
-    Arrays, not the ``pandas.Index`` cuDF returns: a DataFrame built from a dict of Index
-    objects costs seconds per GiB in pandas 3, one built from arrays with ``copy=False`` nothing.
-    """
-    try:
-        fast = _fast_to_host(column)
-        if fast is not None:
-            context.path = "pinned"
-            return fast
-        return column.to_pandas().array
-    except Exception as err:
-        raise ColumnFailure(label, err, column.dtype) from err
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.batch = staging.Batch(to_device=False)
+        self._pending: list[tuple[Any, Any, Any]] = []  # (label, column, array | None)
+
+    def add(self, label: Any, column: Any) -> int:
+        try:
+            array = _plan_to_host(column, self.batch)
+        except Exception as err:
+            raise ColumnFailure(label, err, column.dtype) from err
+        self._pending.append((label, column, array))
+        return len(self._pending) - 1
+
+    def build(self) -> list[Any]:
+        built: list[Any] = [array for _, _, array in self._pending]
+        with self.batch.running():
+            for i, (label, column, array) in enumerate(self._pending):
+                if array is None:
+                    try:
+                        built[i] = column.to_pandas().array
+                    except Exception as err:
+                        raise ColumnFailure(label, err, column.dtype) from err
+        if len(self.batch) or any(array is not None for _, _, array in self._pending):
+            self.context.path = "pinned"
+        return built
 
 
-def _index_to_pandas(index: Any, context: Context) -> Any:
+def _index_to_host(index: Any, columns: _HostColumns) -> Callable[[list[Any]], Any]:
     import cudf
     import pandas as pd
 
     if type(index) is cudf.Index:
-        values = _column_to_host(index._column, "<index>", context)
-        return pd.Index(values, dtype=values.dtype, name=index.name, copy=False)
-    return index.to_pandas()
+        position = columns.add("<index>", index._column)
+
+        def plain(built: list[Any]) -> Any:
+            values = built[position]
+            return pd.Index(values, dtype=values.dtype, name=index.name, copy=False)
+
+        return plain
+    try:
+        converted = index.to_pandas()
+    except Exception as err:
+        raise ColumnFailure("<index>", err, getattr(index, "dtype", None)) from err
+    return lambda built: converted
 
 
 def cudf_to_pandas(obj: Any, context: Context) -> Any:
     import cudf
     import pandas as pd
 
+    columns = _HostColumns(context)
     if isinstance(obj, cudf.DataFrame):
-        data = {
-            i: _column_to_host(column, label, context)
-            for i, (label, column) in enumerate(obj._data.items())
-        }
-        frame = pd.DataFrame(data, index=_index_to_pandas(obj.index, context), copy=False)
+        positions = [columns.add(label, column) for label, column in obj._data.items()]
+        index = _index_to_host(obj.index, columns)
+        built = columns.build()
+        data = {i: built[p] for i, p in enumerate(positions)}
+        frame = pd.DataFrame(data, index=index(built), copy=False)
         frame.columns = obj._data.to_pandas_index
         frame.attrs = deepcopy(obj.attrs)
         frame.flags.allows_duplicate_labels = obj._flags.allows_duplicate_labels
         return frame
     if isinstance(obj, cudf.Series):
-        series = pd.Series(
-            _column_to_host(obj._column, obj.name, context),
-            index=_index_to_pandas(obj.index, context),
-            name=obj.name,
-            copy=False,
-        )
+        position = columns.add(obj.name, obj._column)
+        index = _index_to_host(obj.index, columns)
+        built = columns.build()
+        series = pd.Series(built[position], index=index(built), name=obj.name, copy=False)
         series.attrs = obj.attrs
         series.flags.allows_duplicate_labels = obj._flags.allows_duplicate_labels
         return series
-    return _index_to_pandas(obj, context)
+    index = _index_to_host(obj, columns)
+    return index(columns.build())

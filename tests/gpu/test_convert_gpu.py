@@ -81,6 +81,9 @@ def frames() -> dict[str, object]:
         "multi": multi,
         "float_index": pd.DataFrame({"v": np.arange(n)}, index=np.linspace(0, 1, n)),
         "datetime_index": pd.DataFrame({"v": np.arange(n)}, index=pd.date_range("2026", periods=n)),
+        "string_index": pd.DataFrame(
+            {"v": np.arange(n)}, index=pd.Index([f"k{i}" for i in range(n)], dtype="str")
+        ),
         "series": pd.Series(floats, name="s", index=pd.RangeIndex(5, 5 + n)),
         "series_Int64": pd.Series(ints, name=("tuple", "name")),
         "index": pd.Index(np.arange(n) * 2.5, name="ix"),
@@ -164,10 +167,17 @@ def test_large_frame_takes_the_pinned_path_and_pinned_memory_is_bounded(shell, c
     )
     out = capsys.readouterr().out
     assert "pinned" in out and "pandas → cuDF" in out and "NumPy → CuPy" in out
-    assert isinstance(shell.user_ns["big"], cudf.DataFrame)
+    big = shell.user_ns["big"]
+    assert isinstance(big, cudf.DataFrame)
+    # many pieces per column, over every copy thread: every byte arrived where it belongs
+    np.testing.assert_array_equal(cupy.asnumpy(big["a"].values), np.arange(2**24))
+    assert bool((big["b"].values == 1).all()) and bool((shell.user_ns["arr"] == 1).all())
     assert 0 < staging.pinned_bytes() <= config.get("pinned-buffer")
     shell.run_cell_magic("to_cpu", "-q", "big2 = big\narr2 = arr")
-    assert isinstance(shell.user_ns["big2"], pd.DataFrame)
+    big2 = shell.user_ns["big2"]
+    assert isinstance(big2, pd.DataFrame)
+    np.testing.assert_array_equal(big2["a"].to_numpy(), np.arange(2**24))
+    assert (big2["b"].to_numpy() == 1).all() and (shell.user_ns["arr2"] == 1).all()
     shell.run_line_magic("unload_ext", "gpudask_jupyter")
     assert staging.pinned_bytes() == 0
     shell.run_line_magic("load_ext", "gpudask_jupyter")
@@ -203,7 +213,8 @@ def test_object_larger_than_free_memory_fails_cleanly(shell) -> None:
         cupy.get_default_memory_pool().free_all_blocks()
 
 
-def test_mixed_object_column_fails_with_column_name(shell) -> None:
+def test_mixed_object_column_fails_with_column_name(shell, path: str) -> None:
+    """With ``pinned``, column 'a' is in flight on the pinned path when 'c' fails."""
     from IPython.core.error import UsageError
 
     shell.user_ns["pd"] = pd
