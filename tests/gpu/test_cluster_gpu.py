@@ -18,11 +18,14 @@ def _context_uuid() -> dict[str, object]:
     import os
 
     import cupy
+    import pynvml
 
+    # by PCI address: CuPy's properties give the UUID as a C string, cut at its first zero byte
     cupy.cuda.runtime.setDevice(0)
-    raw = bytes(cupy.cuda.runtime.getDeviceProperties(0)["uuid"])
-    h = raw.hex()
-    uuid = f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    pynvml.nvmlInit()
+    handle = pynvml.nvmlDeviceGetHandleByPciBusId(cupy.cuda.Device(0).pci_bus_id.encode())
+    uuid = pynvml.nvmlDeviceGetUUID(handle)
+    uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
     try:
         import rmm
 
