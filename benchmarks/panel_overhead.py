@@ -6,6 +6,14 @@ The kernel is a real ipykernel started through jupyter_client with a cluster of 
 front end is simulated by sending the panel the "hello" a view sends, then counting the frame
 messages on the IOPub channel. Repetitions alternate without/with the panel.
 
+The loop's wall time is noisy on a shared machine (a few percent run to run), more than the
+effect measured. So each run also reads, from /proc, the CPU time every thread of the kernel
+except the main one used during the loop: a pure-Python loop can only be slowed by the GIL
+those threads hold, so their extra CPU time with the panel bounds the panel's cost, with far
+less noise than the wall time. It also reads how long the loop's own thread was off the CPU
+(wall time less its CPU time): waiting for the GIL shows there, while a slower or faster core
+changes wall and CPU time alike and cancels out.
+
     python benchmarks/panel_overhead.py [--repeat 7] [--seconds 2]
 """
 
@@ -25,12 +33,25 @@ def _spin(seconds):
     while _t.perf_counter() < end:   # calibrate: how many iterations fit in `seconds`
         n += 1
     return n
+def _others_cpu():
+    import os, threading
+    main, tick, total = threading.main_thread().native_id, os.sysconf("SC_CLK_TCK"), 0.0
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) != main:
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # the thread ended
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 def _work(n):
-    t0 = _t.perf_counter()
+    c0, m0, t0 = _others_cpu(), _t.thread_time(), _t.perf_counter()
     x = 0
     for i in range(n):
         x += i * i % 7
-    return _t.perf_counter() - t0
+    wall = _t.perf_counter() - t0
+    return wall, _others_cpu() - c0, wall - (_t.thread_time() - m0)
 """
 
 
@@ -59,6 +80,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one loop")
+    parser.add_argument(
+        "--no-cluster",
+        action="store_true",
+        help="start no cluster: the panel samples the GPUs only (what NVML alone costs)",
+    )
     args = parser.parse_args()
 
     from jupyter_client.manager import KernelManager
@@ -73,13 +99,14 @@ def main() -> None:
         out, _ = execute(
             kc,
             "%load_ext gpudask_jupyter\n"
-            "client = %gpu_cluster start\n"
-            "from gpudask_jupyter import nvml\n"
+            + ("" if args.no_cluster else "client = %gpu_cluster start\n")
+            + "from gpudask_jupyter import nvml\n"
             "print('GPUS', len(nvml.devices()))\n" + LOOP + f"\nN = _spin({args.seconds})\n",
         )
         gpus = int(out.split("GPUS ")[1].split()[0])
         execute(kc, "_work(N)")  # warm up
         without, with_panel, sent = [], [], []
+        cpu_without, cpu_with, off_without, off_with = [], [], [], []
         out, _ = execute(
             kc,
             "import gpudask_jupyter\npanel = gpudask_jupyter.Panel(interval=0.25)\n"
@@ -87,8 +114,11 @@ def main() -> None:
         )
         comm_id = out.split("COMM ")[1].split()[0]
         for _ in range(args.repeat):
-            out, _ = execute(kc, "print(_work(N))")
-            without.append(float(out))
+            out, _ = execute(kc, "print(*_work(N))")
+            wall, others, off = map(float, out.split())
+            without.append(wall)
+            cpu_without.append(others)
+            off_without.append(off)
             execute(kc, "panel.paused = False")
             hello = kc.session.msg(
                 "comm_msg",
@@ -97,14 +127,17 @@ def main() -> None:
             kc.shell_channel.send(hello)
             time.sleep(0.5)
             start = time.monotonic()
-            out, frames = execute(kc, "print(_work(N))")
+            out, frames = execute(kc, "print(*_work(N))")
             elapsed = time.monotonic() - start
-            with_panel.append(float(out))
+            wall, others, off = map(float, out.split())
+            with_panel.append(wall)
+            cpu_with.append(others)
+            off_with.append(off)
             steady = [f for f in frames if f["t"] >= start]
             sent.append((sum(f["bytes"] for f in steady) / elapsed, len(steady) / elapsed))
             execute(kc, "panel.paused = True")
             time.sleep(0.3)
-        execute(kc, "panel.close()\n%gpu_cluster stop")
+        execute(kc, "panel.close()" + ("" if args.no_cluster else "\n%gpu_cluster stop"))
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=False)
@@ -113,26 +146,44 @@ def main() -> None:
     # each run with the panel against the run just before it without: drift cancels out
     paired = sorted(w / b - 1 for w, b in zip(with_panel, without, strict=True))
     quartiles = statistics.quantiles(paired, n=4) if len(paired) >= 2 else [paired[0]] * 3
+    # CPU seconds of the kernel's other threads per second of loop, over all runs
+    share_without = sum(cpu_without) / sum(without)
+    share_with = sum(cpu_with) / sum(with_panel)
+    off_share = [sum(off_without) / sum(without), sum(off_with) / sum(with_panel)]
     rate = statistics.median(b for b, _ in sent)
     per_second = statistics.median(f for _, f in sent)
     print(
-        f"GPUs on this machine: {gpus}; loop of about {args.seconds:g} s, {args.repeat} runs each"
+        f"GPUs on this machine: {gpus}; {'no cluster' if args.no_cluster else 'a cluster'}; "
+        f"loop of about {args.seconds:g} s, {args.repeat} runs each"
     )
     print(
         f"paired slowdown: median {100 * statistics.median(paired):+.2f}%, "
         f"interquartile range {100 * quartiles[0]:+.2f}% .. {100 * quartiles[2]:+.2f}%"
     )
     print(
-        "| case | median loop s | best s | slowdown | frames/s | bytes/s to browser "
-        "| bytes/s per GPU |"
+        f"CPU time of the kernel's other threads per second of loop: {100 * share_without:.2f}% "
+        f"without the panel, {100 * share_with:.2f}% with it; the panel's share, which bounds "
+        f"what it can take from a pure-Python cell: {100 * (share_with - share_without):+.2f}%"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    print(f"| no panel | {base:.4f} | {min(without):.4f} | – | – | – | – |")
+    print(
+        f"The loop's thread was off the CPU {100 * off_share[0]:.2f}% of its time without the "
+        f"panel, {100 * off_share[1]:.2f}% with it: {100 * (off_share[1] - off_share[0]):+.2f}%"
+    )
+    print(
+        "| case | median loop s | best s | slowdown | other threads' CPU | loop off CPU "
+        "| frames/s | bytes/s to browser | bytes/s per GPU |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(
+        f"| no panel | {base:.4f} | {min(without):.4f} | – | {100 * share_without:.2f}% "
+        f"| {100 * off_share[0]:.2f}% | – | – | – |"
+    )
     per_gpu = f"{rate / gpus:,.0f}" if gpus else "– (no GPU)"
     slowdown = 100 * (loaded / base - 1)
     print(
         f"| panel, 0.25 s | {loaded:.4f} | {min(with_panel):.4f} | {slowdown:+.2f}% "
-        f"| {per_second:.1f} | {rate:,.0f} | {per_gpu} |"
+        f"| {100 * share_with:.2f}% | {100 * off_share[1]:.2f}% | {per_second:.1f} | {rate:,.0f} "
+        f"| {per_gpu} |"
     )
 
 

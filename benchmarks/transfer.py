@@ -9,6 +9,10 @@ string column) and each direction, one run measures:
 
 and prints best-of-N seconds, GB/s, ours/anchor speed-up and ours/ceiling fraction.
 
+It also prints how fast this machine's threads can first touch fresh host memory: every
+device→host copy (ours and the anchor's) writes into newly allocated memory, which the kernel
+must fault in and zero first, so that rate bounds device→host from the host side.
+
     python benchmarks/transfer.py [--gib 2] [--repeat 3] [--sweep]
 
 ``--sweep`` first times the pinned pipeline alone for several thread counts and buffer sizes.
@@ -46,6 +50,31 @@ def ceiling(nbytes: int, repeat: int) -> tuple[float, float]:
     up = _best(lambda: rt.memcpy(dev.data.ptr, host.ptr, nbytes, rt.memcpyHostToDevice), repeat)
     down = _best(lambda: rt.memcpy(host.ptr, dev.data.ptr, nbytes, rt.memcpyDeviceToHost), repeat)
     return nbytes / up, nbytes / down
+
+
+def first_touch(nbytes: int, threads: int, repeat: int) -> float:
+    """Bytes per second at which ``threads`` threads fault in and fill fresh host memory."""
+    import ctypes
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    piece = 16 * 2**20
+    times = []
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeat):
+            fresh: Any = np.empty(nbytes, dtype=np.uint8)
+            base = fresh.ctypes.data
+            t0 = time.perf_counter()
+            list(
+                pool.map(
+                    lambda o, base=base: ctypes.memset(base + o, 0, min(piece, nbytes - o)),
+                    range(0, nbytes, piece),
+                )
+            )
+            times.append(time.perf_counter() - t0)
+            del fresh
+    return nbytes / min(times)
 
 
 def make_cases(gib: float) -> dict[str, Any]:
@@ -142,22 +171,23 @@ def sweep(gib: float, repeat: int) -> None:
     from gpudask_jupyter.convert import staging
 
     array = np.random.default_rng(1).standard_normal(int(gib * 2**30) // 8)
-    print("| threads | pinned MiB | chunk MiB | host→device GB/s | device→host GB/s |")
+    print("| threads | pinned MiB | MiB × buffers | host→device GB/s | device→host GB/s |")
     print("| --- | --- | --- | --- | --- |")
-    for threads in (12, 16, 24):
-        for pinned in (64, 128, 256):
+    for threads in (8, 12, 14, 16):
+        for pinned in (256, 512):
             config.set_override("transfer-threads", threads)
             config.set_override("pinned-buffer", pinned * 2**20)
             staging.release()
-            chunk = staging.get().chunk
-            dev = staging.to_device(array)
+            stager = staging.get()
             up = _best(lambda: staging.to_device(array), repeat)
-            down = _best(lambda dev=dev: staging.to_host(dev), repeat)
+            on_device = [staging.to_device(array)]
+            down = _best(lambda: staging.to_host(on_device[0]), repeat)  # noqa: B023
             print(
-                f"| {threads} | {pinned} | {chunk // 2**20} | {array.nbytes / up / 1e9:.1f} | "
+                f"| {threads} | {pinned} | {stager.chunk / 2**20:.1f} × {stager.depth} "
+                f"| {array.nbytes / up / 1e9:.1f} | "
                 f"{array.nbytes / down / 1e9:.1f} |"
             )
-            del dev
+            on_device.clear()
             cupy.get_default_memory_pool().free_all_blocks()
     config.clear_overrides()
     staging.release()
@@ -187,9 +217,12 @@ def main() -> None:
         config.get("pinned-buffer") // 2**20,
         config.get("transfer-threshold") // 2**20,
     )
+    threads, cores = staging.default_threads(), staging.usable_cores()
+    touch = [first_touch(2 * 2**30, n, args.repeat) / 1e9 for n in (threads, cores)]
     print(
-        f"defaults: {staging.default_threads()} threads, pinned buffer {pinned} MiB, "
-        f"threshold {threshold} MiB"
+        f"defaults: {threads} threads, pinned buffer {pinned} MiB, threshold {threshold} MiB; "
+        f"first touch of fresh host memory: {touch[0]:.1f} GB/s with {threads} threads, "
+        f"{touch[1]:.1f} GB/s with {cores}"
     )
     print(
         "| case | direction | GiB | pinned ceiling GB/s | anchor GB/s | ours GB/s "
