@@ -8,7 +8,9 @@ landed, gives wrong bytes here too. Device memory is host memory.
 from __future__ import annotations
 
 import ctypes
+import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -48,12 +50,21 @@ class FakeEvent:
 
 
 class FakeBackend:
-    def __init__(self, fail_after: int | None = None) -> None:
+    def __init__(
+        self, fail_after: int | None = None, fail_only: int | None = None, delay: float = 0
+    ) -> None:
         self.pinned: dict[int, Any] = {}
         self.streams: list[FakeStream] = []
         self.copies = 0
-        self.fail_after = fail_after
+        self.fail_after = fail_after  # every copy after this many fails
+        self.fail_only = fail_only  # only this copy (1-based) fails
+        self.delay = delay
+        self.busy = 0  # threads inside copy_async now
         self._lock = threading.Lock()
+
+    def in_flight(self) -> int:
+        """Copies queued and not yet run: DMAs that may still read or write a buffer."""
+        return sum(len(stream.queue) - stream.done for stream in self.streams)
 
     def alloc_pinned(self, size: int) -> int:
         buffer = ctypes.create_string_buffer(size)
@@ -81,9 +92,17 @@ class FakeBackend:
     def copy_async(self, dst: int, src: int, size: int, to_device: bool, stream: Any) -> None:
         with self._lock:
             self.copies += 1
-            if self.fail_after is not None and self.copies > self.fail_after:
+            failing = (self.fail_after is not None and self.copies > self.fail_after) or (
+                self.copies == self.fail_only
+            )
+            if failing:
                 raise RuntimeError("cudaErrorLaunchFailure: unspecified launch failure")
+            self.busy += 1
+        if self.delay:
+            time.sleep(self.delay)
         stream.queue.append(lambda: ctypes.memmove(dst, src, size))
+        with self._lock:
+            self.busy -= 1
 
 
 SIZES = [5 * MiB + 17, 1, 3 * MiB, 0, 2 * MiB - 5, 7 * MiB + 4093]
@@ -206,3 +225,49 @@ def test_close_frees_every_pinned_buffer_and_thread() -> None:
     pinned.close()
     assert backend.pinned == {}
     assert not [t for t in threading.enumerate() if t.name.startswith("gpudask-staging")]
+
+
+PIECES = sum(-(-n // MiB) for n in SIZES)  # 1 MiB pieces in the fixture's layout
+
+
+def test_one_failing_copy_stops_every_thread_with_nothing_left_in_flight() -> None:
+    backend = FakeBackend(fail_only=3)
+    pinned = PinnedStager(4 * MiB, 2, backend=backend)
+    try:
+        hosts = _arrays(6)
+        devices = [np.zeros_like(h) for h in hosts]
+        with pytest.raises(RuntimeError, match="launch failure"):
+            pinned.copy(_segments(hosts, devices), to_device=True, device=0)
+        # the other thread stopped at its next piece instead of copying the rest
+        assert backend.copies <= 3 + pinned.threads < PIECES
+        assert backend.in_flight() == 0
+    finally:
+        pinned.close()
+
+
+def test_an_interrupted_wait_stops_the_copy_before_it_returns() -> None:
+    backend = FakeBackend(delay=0.01)
+    pinned = PinnedStager(4 * MiB, 2, backend=backend)
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        hosts = _arrays(7)
+        devices = [np.zeros_like(h) for h in hosts]
+        signal.setitimer(signal.ITIMER_REAL, 0.03)
+        with pytest.raises(KeyboardInterrupt):
+            pinned.copy(_segments(hosts, devices), to_device=True, device=0)
+        assert backend.busy == 0 and backend.in_flight() == 0  # every thread had stopped
+        copies = backend.copies
+        assert 0 < copies < PIECES  # it was cut short...
+        time.sleep(0.1)
+        assert backend.copies == copies  # ...and no thread goes on once the error is raised
+        assert backend.in_flight() == 0
+        pinned.copy(_segments(hosts, devices), to_device=True, device=0)  # the lock is free
+        _assert_equal(devices, hosts)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        pinned.close()

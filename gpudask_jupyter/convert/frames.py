@@ -236,8 +236,8 @@ def _plan_to_host(column: Any, batch: staging.Batch) -> Any | None:
 
         values = cupy.asarray(_Typed(column, "<i8"))  # CuPy has no datetime dtype
     else:
-        values = column.values  # NaN where null, as to_pandas gives
-    array = batch.host_array(values)
+        values = column.values  # NaN where null, as to_pandas gives (a new array if any)
+    array = batch.host_array(values, temporary=column.has_nulls())
     return array if array.dtype == dtype else array.view(dtype)
 
 
@@ -270,7 +270,7 @@ class _HostColumns:
                         built[i] = column.to_pandas().array
                     except Exception as err:
                         raise ColumnFailure(label, err, column.dtype) from err
-        if len(self.batch) or any(array is not None for _, _, array in self._pending):
+        if any(array is not None for _, _, array in self._pending):
             self.context.path = "pinned"
         return built
 

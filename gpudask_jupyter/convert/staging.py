@@ -140,6 +140,17 @@ class _Pieces:
             self._index = len(self._segments)
 
 
+def _wait_through_interrupts(futures: Sequence[Future[None]]) -> None:
+    """Wait for every future even if the user interrupts again: the threads are already told to
+    stop, and each stops within one piece."""
+    while True:
+        try:
+            wait(futures)
+            return
+        except KeyboardInterrupt:
+            continue
+
+
 class PinnedStager:
     """A fixed ring of pinned buffers per thread, and the threads that move data through them.
 
@@ -223,24 +234,25 @@ class PinnedStager:
         """Copy ``segments`` while the body of the ``with`` runs; done when the block exits.
 
         The body may do other work meanwhile (cuDF's own path for the columns that do not take
-        this one). If it raises, the copy is cut short, waited for, and the body's error raised.
+        this one). If it raises, or the wait is interrupted (Ctrl-C), the copy is cut short and
+        every thread has stopped before the error is raised: no thread may go on reading or
+        writing arrays the caller is about to free, or buffers the next transfer will use.
         """
         with self._lock:
             self._streams(device)
             # kernels on other streams may still use the memory we read or write
             self._backend.synchronize(device)
             pieces = _Pieces(segments, self.chunk)
-            futures: list[Future[None]] = [
-                self._pool.submit(self._work, t, pieces, to_device, device)
-                for t in range(min(self.threads, pieces.count))
-            ]
+            futures: list[Future[None]] = []
             try:
+                for t in range(min(self.threads, pieces.count)):
+                    futures.append(self._pool.submit(self._work, t, pieces, to_device, device))
                 yield
+                wait(futures)
             except BaseException:
                 pieces.cancel()
-                wait(futures)
+                _wait_through_interrupts(futures)
                 raise
-            wait(futures)  # all of them, before the lock lets the next transfer use the buffers
             for future in futures:
                 future.result()
 
@@ -313,17 +325,26 @@ class Batch:
 
     ``device_array`` / ``host_array`` allocate the destination at once and return it; its
     contents are valid once :meth:`running` has exited (or :meth:`run` returned). The batch
-    holds the sources (and any contiguous copies made of them) until then.
+    holds the sources (and any contiguous copies made of them) until then; once such copies
+    reach ``TEMPORARY_LIMIT`` bytes, what was added so far is sent at once, so that a frame of
+    many strided columns does not hold a copy of all of them.
     """
+
+    TEMPORARY_LIMIT = 2**30
 
     def __init__(self, to_device: bool, device: int | None = None) -> None:
         self.to_device = to_device
         self.device = device
         self._segments: list[Segment] = []
         self._keep: list[Any] = []
+        self._temporary = 0
 
-    def __len__(self) -> int:
-        return len(self._segments)
+    def _hold(self, source: Any, temporary: bool) -> None:
+        self._keep.append(source)
+        if temporary:
+            self._temporary += int(source.nbytes)
+            if self._temporary >= self.TEMPORARY_LIMIT:
+                self.run()
 
     def device_array(self, host: Any) -> Any:
         """An uninitialised CuPy array that will equal ``cupy.asarray(host)``."""
@@ -331,7 +352,8 @@ class Batch:
         import numpy as np
 
         assert self.to_device
-        if not (host.flags.c_contiguous or host.flags.f_contiguous):
+        copied = not (host.flags.c_contiguous or host.flags.f_contiguous)
+        if copied:
             host = np.ascontiguousarray(host)
         if self.device is None:
             self.device = current_device()
@@ -339,11 +361,12 @@ class Batch:
             out = cupy.empty(host.shape, dtype=host.dtype, order=_order(host.flags))
         if host.nbytes:
             self._segments.append(Segment(host.ctypes.data, int(out.data.ptr), host.nbytes))
-            self._keep.append(host)
+            self._hold(host, copied)
         return out
 
-    def host_array(self, dev: Any) -> Any:
-        """An uninitialised NumPy array that will equal ``dev.get()``."""
+    def host_array(self, dev: Any, temporary: bool = False) -> Any:
+        """An uninitialised NumPy array that will equal ``dev.get()``; ``temporary`` says that
+        ``dev`` was made only for this copy (it counts towards ``TEMPORARY_LIMIT``)."""
         import cupy
         import numpy as np
 
@@ -354,12 +377,13 @@ class Batch:
         if device != self.device:  # one transfer runs on one device's streams
             return dev.get()
         if not (dev.flags.c_contiguous or dev.flags.f_contiguous):
+            temporary = True
             with cupy.cuda.Device(device):
                 dev = cupy.ascontiguousarray(dev)
         out = np.empty(dev.shape, dtype=dev.dtype, order=_order(dev.flags))
         if out.nbytes:
             self._segments.append(Segment(out.ctypes.data, int(dev.data.ptr), out.nbytes))
-            self._keep.append(dev)
+            self._hold(dev, temporary)
         return out
 
     @contextlib.contextmanager
@@ -372,7 +396,7 @@ class Batch:
             with get().transfer(self._segments, self.to_device, self.device):
                 yield
         finally:
-            self._segments, self._keep = [], []
+            self._segments, self._keep, self._temporary = [], [], 0
 
     def run(self) -> None:
         with self.running():

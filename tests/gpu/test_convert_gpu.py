@@ -26,9 +26,11 @@ cupy = pytest.importorskip("cupy")
 
 
 @pytest.fixture(params=["library", "pinned"])
-def path(request: pytest.FixtureRequest) -> Iterator[str]:
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == "pinned":
         config.set_override("transfer-threshold", 1)
+        # a batch is sent early once its temporary copies pass this: make that happen mid-frame
+        monkeypatch.setattr(staging.Batch, "TEMPORARY_LIMIT", 2 * 8 * 1000)
     try:
         yield request.param
     finally:
@@ -81,6 +83,12 @@ def frames() -> dict[str, object]:
         "multi": multi,
         "float_index": pd.DataFrame({"v": np.arange(n)}, index=np.linspace(0, 1, n)),
         "datetime_index": pd.DataFrame({"v": np.arange(n)}, index=pd.date_range("2026", periods=n)),
+        # columns of a C-ordered block are strided: each takes a contiguous temporary copy
+        "strided": pd.DataFrame(
+            np.where(rng.random((n, 6)) < 0.1, np.nan, rng.standard_normal((n, 6))),
+            columns=[f"c{i}" for i in range(6)],
+            copy=False,
+        ),
         "string_index": pd.DataFrame(
             {"v": np.arange(n)}, index=pd.Index([f"k{i}" for i in range(n)], dtype="str")
         ),
