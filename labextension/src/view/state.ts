@@ -6,14 +6,10 @@
  * the monitor's history and capped, so that a view left open for hours stays small.
  */
 import {
-  ClusterInfo,
   DEFAULT_HISTORY,
   DEFAULT_INTERVAL,
-  DeviceInfo,
   Frame,
   NvmlInfo,
-  PrefixProgress,
-  Processes,
   Sample,
   TaskRect,
   VERSION,
@@ -28,23 +24,13 @@ export interface Limits {
 /** At 4 samples/s, 20 000 samples are 83 minutes: more than the longest history. */
 export const LIMITS: Limits = { maxSamples: 20000, maxTasks: 50000 };
 
-export interface ViewState {
+/** A frame's content as the view holds it, between frames and before the first one. */
+export interface ViewState extends Omit<Frame, 'version' | 'kind' | 'time' | 'nvml'> {
   /** Frames applied (refused frames are not counted). */
   frames: number;
   /** Time of the latest frame, seconds since the epoch; null before the first. */
   time: number | null;
-  interval: number;
-  /** Seconds of history the monitor keeps: what is pruned. */
-  history: number;
   nvml: NvmlInfo | null;
-  devices: DeviceInfo[];
-  samples: Sample[];
-  cluster: ClusterInfo | null;
-  workers: WorkerInfo[];
-  tasks: TaskRect[];
-  progress: PrefixProgress[];
-  processes: Processes | null;
-  messages: string[];
   /** Why the last frame was refused, in words; cleared by the next good frame. */
   errors: string[];
 }
