@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from copy import deepcopy
+from functools import partial
 from typing import Any
 
 from . import staging
@@ -63,6 +64,55 @@ def _with_validity(column: Any, valid: Any) -> Any:
 Finish = Callable[[], Any]
 
 
+class _Crossing:
+    """The columns of one object on their way across, in one pinned batch.
+
+    ``plan`` queues a column's bytes on the batch and returns what builds the column once they
+    have arrived, or None; a column it declines takes the library's own path (``own_path``)
+    while the batch is in flight. Each failure names its column.
+    """
+
+    def __init__(
+        self,
+        batch: staging.Batch,
+        plan: Callable[[Any, staging.Batch], Finish | None],
+        own_path: Callable[[Any], Any],
+        context: Context,
+    ) -> None:
+        self.batch, self.context = batch, context
+        self._plan, self._own_path = plan, own_path
+        # (label, source, Finish | None, what to call instead when it does not take the batch)
+        self._pending: list[tuple[Any, Any, Finish | None, Finish]] = []
+
+    def add(self, label: Any, source: Any, own_path: Finish | None = None) -> int:
+        try:
+            finish = self._plan(source, self.batch)
+        except Exception as err:
+            raise ColumnFailure(label, err, source.dtype) from err
+        if own_path is None:
+            own_path = partial(self._own_path, source)
+        self._pending.append((label, source, finish, own_path))
+        return len(self._pending) - 1
+
+    def build(self) -> list[Any]:
+        built: list[Any] = [None] * len(self._pending)
+        with self.batch.running():
+            for i, (label, source, finish, own_path) in enumerate(self._pending):
+                if finish is None:
+                    try:
+                        built[i] = own_path()
+                    except Exception as err:
+                        raise ColumnFailure(label, err, source.dtype) from err
+        for i, (label, source, finish, _) in enumerate(self._pending):
+            if finish is not None:
+                self.context.path = "pinned"
+                try:
+                    built[i] = finish()
+                except Exception as err:
+                    raise ColumnFailure(label, err, source.dtype) from err
+        return built
+
+
 def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish | None:
     """Queue this column's bytes on ``batch`` and return what builds the cuDF column once they
     have arrived, or None if the column should take cuDF's own path."""
@@ -112,54 +162,9 @@ def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish
     return masked
 
 
-class _Columns:
-    """The columns of one pandas object on their way to the device.
-
-    Large numeric columns are queued on one pinned batch; the others take cuDF's own path while
-    that batch is in flight. Each failure names its column.
-    """
-
-    def __init__(self, null: bool | None, context: Context, device: int) -> None:
-        self.null, self.context = null, context
-        self.batch = staging.Batch(to_device=True, device=device)
-        # (label, series, Finish | None, what to call instead when it does not take the batch)
-        self._pending: list[tuple[Any, Any, Finish | None, Finish]] = []
-
-    def add(self, label: Any, series: Any, own_path: Finish | None = None) -> int:
-        try:
-            finish = _plan_column(series, self.null, self.batch)
-        except Exception as err:
-            raise ColumnFailure(label, err, series.dtype) from err
-        if own_path is None:
-
-            def own_path() -> Any:
-                from cudf.core.column import as_column
-
-                return as_column(series, nan_as_null=self.null)
-
-        self._pending.append((label, series, finish, own_path))
-        return len(self._pending) - 1
-
-    def build(self) -> list[Any]:
-        built: list[Any] = [None] * len(self._pending)
-        with self.batch.running():
-            for i, (label, series, finish, own_path) in enumerate(self._pending):
-                if finish is None:
-                    try:
-                        built[i] = own_path()
-                    except Exception as err:
-                        raise ColumnFailure(label, err, series.dtype) from err
-        for i, (label, series, finish, _) in enumerate(self._pending):
-            if finish is not None:
-                self.context.path = "pinned"
-                try:
-                    built[i] = finish()
-                except Exception as err:
-                    raise ColumnFailure(label, err, series.dtype) from err
-        return built
-
-
-def _index_to_device(index: Any, columns: _Columns) -> Callable[[list[Any]], Any]:
+def _index_to_device(
+    index: Any, columns: _Crossing, null: bool | None
+) -> Callable[[list[Any]], Any]:
     """Queue a plain index with the columns; what turns the built columns into the cuDF index."""
     import cudf
     import pandas as pd
@@ -168,7 +173,7 @@ def _index_to_device(index: Any, columns: _Columns) -> Callable[[list[Any]], Any
         position = columns.add(
             "<index>",
             pd.Series(index, copy=False),
-            lambda: cudf.from_pandas(index, nan_as_null=columns.null),
+            lambda: cudf.from_pandas(index, nan_as_null=null),
         )
 
         def plain(built: list[Any]) -> Any:
@@ -179,7 +184,7 @@ def _index_to_device(index: Any, columns: _Columns) -> Callable[[list[Any]], Any
 
         return plain
     try:
-        converted = cudf.from_pandas(index, nan_as_null=columns.null)
+        converted = cudf.from_pandas(index, nan_as_null=null)
     except Exception as err:
         raise ColumnFailure("<index>", err, getattr(index, "dtype", None)) from err
     return lambda built: converted
@@ -189,13 +194,20 @@ def pandas_to_cudf(obj: Any, context: Context) -> Any:
     import cudf
     import cupy
     import pandas as pd
+    from cudf.core.column import as_column
 
     device = context.device if context.device is not None else staging.current_device()
-    columns = _Columns(nan_as_null(), context, device)
+    null = nan_as_null()
+    columns = _Crossing(
+        staging.Batch(to_device=True, device=device),
+        lambda series, batch: _plan_column(series, null, batch),
+        lambda series: as_column(series, nan_as_null=null),
+        context,
+    )
     with cupy.cuda.Device(device):
         if isinstance(obj, pd.DataFrame):
             positions = [columns.add(label, series) for label, series in obj.items()]
-            index = _index_to_device(obj.index, columns)
+            index = _index_to_device(obj.index, columns, null)
             built = columns.build()
             frame = cudf.DataFrame._from_data(
                 {i: built[p] for i, p in enumerate(positions)},
@@ -207,21 +219,25 @@ def pandas_to_cudf(obj: Any, context: Context) -> Any:
             return frame
         if isinstance(obj, pd.Series):
             position = columns.add(obj.name, obj)
-            index = _index_to_device(obj.index, columns)
+            index = _index_to_device(obj.index, columns, null)
             built = columns.build()
             series = cudf.Series._from_column(built[position], name=obj.name, index=index(built))
             series.attrs = deepcopy(obj.attrs)
             return series
-        index = _index_to_device(obj, columns)
+        index = _index_to_device(obj, columns, null)
         return index(columns.build())
 
 
 # -- device → host -------------------------------------------------------------------------------
 
 
-def _plan_to_host(column: Any, batch: staging.Batch) -> Any | None:
-    """The NumPy array ``column.to_pandas()`` holds, queued on ``batch`` (its bytes are there once
-    the batch has run), or None if this column should take cuDF's own path."""
+def _plan_to_host(column: Any, batch: staging.Batch) -> Finish | None:
+    """Queue the bytes of the NumPy array ``column.to_pandas()`` holds on ``batch`` and return what
+    gives that array once they have arrived, or None if this column should take cuDF's own path.
+
+    Arrays, not the ``pandas.Index`` cuDF returns: a DataFrame built from a dict of Index objects
+    costs seconds per GiB in pandas 3, one built from arrays with ``copy=False`` nothing.
+    """
     import numpy as np
 
     dtype = column.dtype
@@ -238,44 +254,11 @@ def _plan_to_host(column: Any, batch: staging.Batch) -> Any | None:
     else:
         values = column.values  # NaN where null, as to_pandas gives (a new array if any)
     array = batch.host_array(values, temporary=column.has_nulls())
-    return array if array.dtype == dtype else array.view(dtype)
+    typed = array if array.dtype == dtype else array.view(dtype)
+    return lambda: typed
 
 
-class _HostColumns:
-    """The columns of one cuDF object on their way to the host, as arrays (NumPy or pandas
-    extension arrays), not the ``pandas.Index`` cuDF returns: a DataFrame built from a dict of
-    Index objects costs seconds per GiB in pandas 3, one built from arrays with ``copy=False``
-    nothing. Large numeric columns share one pinned batch; the others take ``to_pandas`` while
-    it is in flight."""
-
-    def __init__(self, context: Context) -> None:
-        self.context = context
-        self.batch = staging.Batch(to_device=False)
-        self._pending: list[tuple[Any, Any, Any]] = []  # (label, column, array | None)
-
-    def add(self, label: Any, column: Any) -> int:
-        try:
-            array = _plan_to_host(column, self.batch)
-        except Exception as err:
-            raise ColumnFailure(label, err, column.dtype) from err
-        self._pending.append((label, column, array))
-        return len(self._pending) - 1
-
-    def build(self) -> list[Any]:
-        built: list[Any] = [array for _, _, array in self._pending]
-        with self.batch.running():
-            for i, (label, column, array) in enumerate(self._pending):
-                if array is None:
-                    try:
-                        built[i] = column.to_pandas().array
-                    except Exception as err:
-                        raise ColumnFailure(label, err, column.dtype) from err
-        if any(array is not None for _, _, array in self._pending):
-            self.context.path = "pinned"
-        return built
-
-
-def _index_to_host(index: Any, columns: _HostColumns) -> Callable[[list[Any]], Any]:
+def _index_to_host(index: Any, columns: _Crossing) -> Callable[[list[Any]], Any]:
     import cudf
     import pandas as pd
 
@@ -298,7 +281,12 @@ def cudf_to_pandas(obj: Any, context: Context) -> Any:
     import cudf
     import pandas as pd
 
-    columns = _HostColumns(context)
+    columns = _Crossing(
+        staging.Batch(to_device=False),
+        _plan_to_host,
+        lambda column: column.to_pandas().array,
+        context,
+    )
     if isinstance(obj, cudf.DataFrame):
         positions = [columns.add(label, column) for label, column in obj._data.items()]
         index = _index_to_host(obj.index, columns)
