@@ -51,20 +51,9 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
 def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Close what the extension started, so that unloading (or reloading) leaves no process."""
     global _magics
-    import sys
+    from . import config, lifecycle
 
-    from . import config
-
-    cluster = sys.modules.get("gpudask_jupyter.cluster")
-    if cluster is not None:
-        cluster.close_current()
-    for module_name, hook in (
-        ("gpudask_jupyter.convert.staging", "release"),
-        ("gpudask_jupyter.monitor", "stop_all"),
-    ):
-        module = sys.modules.get(module_name)
-        if module is not None:
-            getattr(module, hook)()
+    lifecycle.unload()
     if _magics is not None:
         table = ipython.magics_manager.magics
         for kind, names in _magics.magics.items():

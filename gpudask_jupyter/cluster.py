@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import config, gpus, heartbeat, nvml, probe, registry
+from . import config, gpus, heartbeat, lifecycle, nvml, probe, registry
 from .errors import ClusterError, NoGpuError
 from .kernel import kernel_id
 from .table import Table
@@ -370,7 +370,7 @@ class ClusterSession:
 
         cloudpickle.register_pickle_by_value(probe)
         try:
-            found = self.client.run(probe.worker_gpu, workers=missing, on_error="return")
+            found = self.client.run(probe.bound_gpu, workers=missing, on_error="return")
         except Exception:
             return
         finally:
@@ -384,7 +384,7 @@ class ClusterSession:
         found = (self._probes.get(address) or {}).get("gpu")
         if found:
             return found["name"], found["uuid"], found["memory_total"]
-        beat = heartbeat.worker_gpu(identity)
+        beat = heartbeat.reported_gpu(identity)
         if beat is not None:
             return beat.name or "GPU", "", beat.memory_total
         return "", "", None
@@ -455,7 +455,7 @@ class ClusterSession:
             gpu_cells: list[object] = []
             if gpu_columns:
                 name, _, total = self._gpu_of(address, w)
-                beat = heartbeat.worker_gpu(w)
+                beat = heartbeat.reported_gpu(w)
                 util = f"{beat.utilization:.0f}%" if beat and beat.utilization is not None else "–"
                 used = beat.memory_used if beat else None
                 total = (beat.memory_total if beat else None) or total
@@ -554,6 +554,7 @@ def _set_current(session: ClusterSession | None) -> None:
         _current = session
         if session is not None and not _atexit_registered:
             atexit.register(close_current)
+            lifecycle.on_unload(close_current, lifecycle.CLUSTER)
             _atexit_registered = True
 
 

@@ -1,11 +1,18 @@
-"""Errors a notebook user can act on.
+"""Errors a notebook user can act on, and the last one's traceback for whoever debugs it.
 
 Every error raised on purpose by this package is a :class:`GpuDaskError` whose message says what
 happened, to which name or address, and what to do next. The magics turn them into IPython's
-one-line ``UsageError`` so that a user sees the sentence, not a traceback from inside a library.
+one-line ``UsageError`` so that a user sees the sentence, not a traceback from inside a library;
+:func:`remember` keeps the full traceback of that error (and of what caused it) so that
+``%gpu_cluster status --verbose`` can show it to a developer or a bug report.
 """
 
 from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass
 
 
 class GpuDaskError(Exception):
@@ -35,3 +42,38 @@ class ConversionError(GpuDaskError):
         if hint:
             message += f"; {hint}"
         super().__init__(message)
+
+
+@dataclass(frozen=True)
+class LastError:
+    """The last error shown to the user: its sentence, when, and the full traceback text."""
+
+    message: str
+    time: float
+    traceback: str
+
+
+_last: LastError | None = None
+_last_lock = threading.Lock()
+
+
+def remember(err: BaseException) -> None:
+    """Keep ``err``'s traceback (with its causes and any library traceback it carries)."""
+    global _last
+    text = "".join(traceback.format_exception(err))
+    details = getattr(err, "details", "")
+    if isinstance(details, str) and details:
+        text += "\nThe library's own traceback:\n" + details
+    with _last_lock:
+        _last = LastError(str(err), time.time(), text)
+
+
+def last() -> LastError | None:
+    with _last_lock:
+        return _last
+
+
+def forget() -> None:
+    global _last
+    with _last_lock:
+        _last = None

@@ -13,7 +13,7 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class WorkerGpu:
+class HeartbeatGpu:
     name: str | None
     utilization: float | None
     memory_used: int | None
@@ -24,7 +24,7 @@ def _number(value: Any) -> Any:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def worker_gpu(identity: dict[str, Any]) -> WorkerGpu | None:
+def reported_gpu(identity: dict[str, Any]) -> HeartbeatGpu | None:
     """GPU figures of one worker from ``scheduler_info()["workers"][addr]``; None without a GPU."""
     metrics = identity.get("metrics") or {}
     startup: dict[str, Any] = identity.get("gpu") or {}
@@ -41,4 +41,4 @@ def worker_gpu(identity: dict[str, Any]) -> WorkerGpu | None:
         return None
     if total is not None and total < 0:
         total = None
-    return WorkerGpu(name, util, used, total)
+    return HeartbeatGpu(name, util, used, total)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import config, heartbeat, nvml, scheduler_probe
+from . import compat, config, heartbeat, lifecycle, nvml, scheduler_probe
 from .frame import (
     HISTORY_RANGE,
     INTERVAL_RANGE,
@@ -59,6 +59,7 @@ def _register_probe() -> None:
         import cloudpickle
 
         cloudpickle.register_pickle_by_value(scheduler_probe)
+        cloudpickle.register_pickle_by_value(compat)  # the probe calls it inside the scheduler
         _pickle_registered = True
 
 
@@ -133,11 +134,8 @@ class ClusterTracker:
                 self.state, self.message = "closed", "the cluster's client was closed"
             return
         try:
-            result = client.sync(
-                client._run_on_scheduler,
-                scheduler_probe.poll,
-                cursor=self._cursor,
-                callback_timeout=CALL_TIMEOUT,
+            result = compat.run_on_scheduler(
+                client, scheduler_probe.poll, CALL_TIMEOUT, cursor=self._cursor
             )
         except Exception as err:
             with lock:
@@ -185,7 +183,7 @@ class ClusterTracker:
         values: dict[str, list[float | None]] = {}
         for address, identity in identities.items():
             metrics = identity.get("metrics") or {}
-            beat = heartbeat.worker_gpu(identity)
+            beat = heartbeat.reported_gpu(identity)
             name = str(identity.get("name", address))
             host = str(identity.get("host", ""))
             gpu = None
@@ -600,6 +598,7 @@ def kernel_monitor() -> Monitor:
     with _kernel_lock:
         if _kernel_monitor is None:
             _kernel_monitor = Monitor(_kernel_sources)
+            lifecycle.on_unload(stop_all, lifecycle.VIEWS)
         return _kernel_monitor
 
 

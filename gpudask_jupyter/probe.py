@@ -11,7 +11,7 @@ import socket
 from typing import Any
 
 
-def worker_gpu() -> dict[str, Any]:
+def bound_gpu() -> dict[str, Any]:
     """The worker's first visible GPU as NVML names it (the one dask-cuda binds it to)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     info: dict[str, Any] = {

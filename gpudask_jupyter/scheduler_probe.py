@@ -11,6 +11,8 @@ import itertools
 import time
 from typing import Any
 
+from . import compat
+
 DONE_STATES = ("memory", "released", "forgotten")
 
 
@@ -20,7 +22,7 @@ def poll(
     """Task-stream records after ``cursor`` (at most ``limit``), progress and worker identities."""
     from dask.utils import key_split
 
-    plugin = dask_scheduler._task_stream_plugin()
+    plugin = compat.task_stream_plugin(dask_scheduler)
     index = plugin.index
     buffer = plugin.buffer
     first = index - len(buffer)

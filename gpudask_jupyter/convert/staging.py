@@ -28,7 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from .. import config
+from .. import config, lifecycle
 
 MiB = 2**20
 _CHUNK = 4 * MiB  # large enough for a DMA near full speed, small enough to keep several in flight
@@ -288,6 +288,7 @@ def get() -> PinnedStager:
             _stager = None
         if _stager is None:
             _stager = PinnedStager(capacity, threads)
+            lifecycle.on_unload(release, lifecycle.MEMORY)
         return _stager
 
 
