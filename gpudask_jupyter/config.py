@@ -135,6 +135,12 @@ def get(name: str) -> Any:
         raise ValueError(f"dask config gpudask.{name}: {err}") from None
 
 
+def require_gpu(asked: bool | None = None) -> bool:
+    """Whether a missing GPU is an error: ``asked`` (a ``--require-gpu`` flag or argument) when
+    given, else the ``require-gpu`` option. The one place this rule is decided."""
+    return bool(get("require-gpu")) if asked is None else bool(asked)
+
+
 def set_override(name: str, value: Any) -> None:
     """Set from IPython's ``%config``; ``None`` removes the override."""
     option = OPTIONS[name]
