@@ -106,7 +106,7 @@ def measure(shell: Any, name: str, obj: Any, repeat: int, ceil: tuple[float, flo
     import cupy
     import numpy as np
 
-    from gpudask_jupyter.convert.transaction import nbytes_of
+    from gpudask_jupyter.convert.report import nbytes_of
 
     nbytes = nbytes_of(obj) or 0
     ns = shell.user_ns
@@ -178,7 +178,7 @@ def sweep(gib: float, repeat: int) -> None:
             config.set_override("transfer-threads", threads)
             config.set_override("pinned-buffer", pinned * 2**20)
             staging.release()
-            stager = staging.get()
+            stager = staging.stager()
             up = _best(lambda: staging.to_device(array), repeat)
             on_device = [staging.to_device(array)]
             down = _best(lambda: staging.to_host(on_device[0]), repeat)  # noqa: B023

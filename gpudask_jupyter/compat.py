@@ -1,4 +1,4 @@
-"""Every call this package makes into a private part of distributed, pandas or cuDF, in one place.
+"""Every call this package makes into a private part of distributed, dask, pandas or cuDF.
 
 Private names change without notice between releases. Keeping each such call here, with the
 versions it was checked on, means an upgrade breaks one function whose docstring says what it
@@ -9,7 +9,7 @@ from above at the newest release checked.
 Nothing here is imported at package import time by anything that does not need it, and this
 module imports none of the libraries at its own import.
 
-Checked on: distributed 2024.8 – 2026.8; pandas 2.2 – 3.0; cuDF 26.10.
+Checked on: distributed 2024.8 – 2026.8; dask 2024.8 – 2026.8; pandas 2.2 – 3.1; cuDF 26.10.
 """
 
 from __future__ import annotations
@@ -37,3 +37,137 @@ def task_stream_plugin(scheduler: Any) -> Any:
     since start) the dashboard's own task stream reads. Runs inside the scheduler.
     """
     return scheduler._task_stream_plugin()
+
+
+# -- dask ------------------------------------------------------------------------------------------
+
+
+def dask_meta(collection: Any) -> Any:
+    """The empty object of the partition type a Dask collection holds (None if it has none).
+
+    ``_meta`` (private, on ``dask.dataframe`` and ``dask.array`` collections; dask 2024.8 –
+    2026.8) is what tells a cuDF- or CuPy-backed collection from a pandas- or NumPy-backed one
+    without computing anything.
+    """
+    return getattr(collection, "_meta", None)
+
+
+# -- pandas ----------------------------------------------------------------------------------------
+
+
+def masked_parts(values: Any) -> tuple[Any, Any] | None:
+    """(data, missing) NumPy arrays of a pandas masked array (Int64, Float64, boolean ...).
+
+    ``pandas.core.arrays.masked.BaseMaskedArray`` is not public, nor are its ``_data`` (the
+    values, arbitrary where missing) and ``_mask`` (True where missing); pandas 2.2 – 3.1. The
+    public ``to_numpy`` would copy and fill the missing values.
+    """
+    from pandas.core.arrays.masked import BaseMaskedArray
+
+    if isinstance(values, BaseMaskedArray):
+        return values._data, values._mask
+    return None
+
+
+# -- cuDF ------------------------------------------------------------------------------------------
+#
+# A cuDF column (``cudf.core.column.ColumnBase``) is internal to cuDF: building one, reading one
+# and assembling frames from them all go through here. Checked on cuDF 26.10.
+
+
+def as_column(data: Any, nan_as_null: bool | None) -> Any:
+    """``cudf.core.column.as_column``: a column from a CuPy array or a pandas Series, as
+    ``cudf.from_pandas`` builds each column."""
+    from cudf.core.column import as_column as build
+
+    return build(data, nan_as_null=nan_as_null)
+
+
+def column_from_device(array: Any) -> Any:
+    """A column over device memory that implements ``__cuda_array_interface__``, without a copy
+    (``ColumnBase.from_cuda_array_interface``)."""
+    from cudf.core.column import ColumnBase
+
+    return ColumnBase.from_cuda_array_interface(array)
+
+
+def with_validity(column: Any, valid: Any) -> Any:
+    """``column`` with the nulls where the CuPy bool array ``valid`` is False (packed on device).
+
+    ``ColumnBase.as_mask`` packs booleans into cuDF's bitmask and returns (mask, null count);
+    ``ColumnBase.set_mask`` returns the column with that mask.
+    """
+    mask, null_count = column_from_device(valid).as_mask()
+    return column.set_mask(mask, null_count)
+
+
+def nans_to_nulls(column: Any) -> Any:
+    """``ColumnBase.nans_to_nulls``: NaN becomes null, as ``from_pandas`` does by default."""
+    return column.nans_to_nulls()
+
+
+def column_astype(column: Any, dtype: Any) -> Any:
+    """``ColumnBase.astype``."""
+    return column.astype(dtype)
+
+
+def column_has_nulls(column: Any) -> bool:
+    """``ColumnBase.has_nulls()`` (a method; NaN is not counted as null)."""
+    return bool(column.has_nulls())
+
+
+def column_values(column: Any) -> Any:
+    """``ColumnBase.values``: a CuPy array of the column, NaN where null (a new array if any)."""
+    return column.values
+
+
+def column_to_pandas(column: Any) -> Any:
+    """``ColumnBase.to_pandas()``: the column on the host, as a pandas Index."""
+    return column.to_pandas()
+
+
+def column_of(obj: Any) -> Any:
+    """The one column of a ``cudf.Series`` or a plain ``cudf.Index`` (``_column``)."""
+    return obj._column
+
+
+def frame_columns(frame: Any) -> Any:
+    """(label, column) pairs of a ``cudf.DataFrame``: its ``_data`` (a ``ColumnAccessor``)."""
+    return frame._data.items()
+
+
+def frame_labels(frame: Any) -> Any:
+    """A ``cudf.DataFrame``'s column labels as pandas builds them (MultiIndex included), from
+    ``_data.to_pandas_index``."""
+    return frame._data.to_pandas_index
+
+
+def allows_duplicate_labels(obj: Any) -> bool:
+    """A cuDF frame's ``allows_duplicate_labels`` flag, from ``_flags`` (a ``pandas.Flags``)."""
+    return bool(obj._flags.allows_duplicate_labels)
+
+
+def index_from_column(column: Any, name: Any) -> Any:
+    """A ``cudf.Index`` over ``column`` without a copy (``Index._from_column``)."""
+    import cudf
+
+    return cudf.Index._from_column(column, name=name)
+
+
+def series_from_column(column: Any, name: Any, index: Any) -> Any:
+    """A ``cudf.Series`` over ``column`` without a copy (``Series._from_column``)."""
+    import cudf
+
+    return cudf.Series._from_column(column, name=name, index=index)
+
+
+def frame_from_columns(
+    columns: dict[Any, Any], index: Any, attrs: Any, allows_duplicates: bool
+) -> Any:
+    """A ``cudf.DataFrame`` over ``columns`` without a copy (``DataFrame._from_data``); the
+    caller sets the real column labels afterwards."""
+    import cudf
+
+    return cudf.DataFrame._from_data(
+        columns, index, attrs=attrs, allows_duplicate_labels=allows_duplicates
+    )

@@ -25,7 +25,7 @@ from .gpus import parse_spec
 from .units import parse_bytes, parse_seconds
 
 if TYPE_CHECKING:
-    from .convert.registry import Direction
+    from .convert import Direction
 
 # -- argument types: each raises ArgumentTypeError with a sentence argparse shows as is ----------
 

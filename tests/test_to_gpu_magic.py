@@ -223,6 +223,15 @@ def test_api_converts_and_leaves_unknown_objects() -> None:
         gpudask_jupyter.to_gpu(HostBlob(b"x", fail=RuntimeError("no")))
 
 
+def test_api_failure_rolls_back_and_keeps_the_library_traceback() -> None:
+    with pytest.raises(gpudask_jupyter.convert.ConversionError) as info:
+        gpudask_jupyter.to_gpu(HostBlob(b"x", fail=RuntimeError("no")))
+    assert info.value.name == "argument"
+    assert info.value.hint == "keep it on the host"
+    assert "RuntimeError: no" in info.value.details and "_to_device" in info.value.details
+    assert live() == 0  # the half-built device object was dropped
+
+
 # -- the built-in converters on a machine without a GPU library ---------------------------------
 
 no_cupy = pytest.mark.skipif(
@@ -271,8 +280,40 @@ def test_without_gpu_api_warns_and_returns_the_object() -> None:
     arr = np.arange(4)
     with pytest.warns(GpuUnavailableWarning, match="cupy is not installed"):
         assert gpudask_jupyter.to_gpu(arr) is arr
-    with pytest.raises(gpudask_jupyter.errors.NoGpuError):
+    with pytest.raises(gpudask_jupyter.errors.NoGpuError, match="argument stays on the host"):
         gpudask_jupyter.to_gpu(arr, require_gpu=True)
+
+
+@no_cupy
+def test_without_gpu_api_warning_points_at_the_caller() -> None:
+    import numpy as np
+
+    from gpudask_jupyter.convert import GpuUnavailableWarning, forget_notices
+
+    forget_notices()
+    with pytest.warns(GpuUnavailableWarning) as caught:
+        gpudask_jupyter.to_gpu(np.arange(4))
+    assert caught[0].filename == __file__
+
+
+@no_cupy
+def test_without_gpu_api_follows_the_require_gpu_option() -> None:
+    import numpy as np
+
+    from gpudask_jupyter import config
+    from gpudask_jupyter.convert import GpuUnavailableWarning, forget_notices
+
+    forget_notices()
+    arr = np.arange(4)
+    config.set_override("require-gpu", True)
+    try:
+        with pytest.raises(gpudask_jupyter.errors.NoGpuError, match="the require-gpu option"):
+            gpudask_jupyter.to_gpu(arr)
+        with pytest.warns(GpuUnavailableWarning):  # the argument wins over the option
+            assert gpudask_jupyter.to_gpu(arr, require_gpu=False) is arr
+        assert gpudask_jupyter.to_cpu(arr) is arr  # nothing to bring back, nothing required
+    finally:
+        config.clear_overrides()
 
 
 def test_import_of_convert_imports_no_gpu_library() -> None:

@@ -12,18 +12,21 @@ import threading
 import warnings
 from typing import Any
 
-from ..errors import ConversionError, GpuDaskError, NoGpuError
-from .failures import describe
-from .registry import Context, Converter, Direction, find, module_class, register, unregister
-from .transaction import convert_names, convert_one, release_device_memory
+from .. import config
+from ..errors import ConversionError
+from .converter import Context, Converter, Direction, module_class
+from .lookup import find, register, unregister
+from .transaction import convert_names
 
 __all__ = [
     "Context",
     "ConversionError",
     "Converter",
+    "Direction",
     "GpuUnavailableWarning",
     "convert_names",
     "find",
+    "forget_notices",
     "module_class",
     "notice_once",
     "register",
@@ -56,29 +59,22 @@ def forget_notices() -> None:
 
 
 def _convert(obj: Any, direction: Direction, device: int | None, require_gpu: bool | None) -> Any:
-    from .. import config
-
-    converter = find(obj, direction)
-    if converter is None or converter.skip is not None:
-        return obj
-    why = converter.unavailable()
-    if why is not None:
-        if require_gpu if require_gpu is not None else config.get("require-gpu"):
-            raise NoGpuError(f"No usable GPU: {why}")
+    """The magic's transaction on a namespace of one name, ``argument``."""
+    namespace = {"argument": obj}
+    _, unavailable = convert_names(
+        namespace,
+        ["argument"],
+        direction,
+        device=device,
+        require_gpu=config.require_gpu(require_gpu),
+        required_by="require_gpu=True" if require_gpu else "the require-gpu option",
+        leave_on_host="keep it on the host",
+    )
+    for why in unavailable:
         message = notice_once(why)
         if message:
             warnings.warn(message, GpuUnavailableWarning, stacklevel=3)
-        return obj
-    try:
-        new, _ = convert_one("argument", obj, converter, device)
-    except GpuDaskError:
-        raise
-    except Exception as err:
-        cause, hint = describe(err, "argument", obj, exclude="keep it on the host")
-        error = ConversionError("argument", cause, hint)
-        release_device_memory()
-        raise error from err
-    return new
+    return namespace["argument"]
 
 
 def to_gpu(obj: Any, *, device: int | None = None, require_gpu: bool | None = None) -> Any:

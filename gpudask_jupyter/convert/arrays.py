@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import staging
+from .converter import Context
 from .failures import Unsupported
-from .registry import Context
 
 _CUPY_KINDS = set("biufc")
 

@@ -6,7 +6,10 @@ CuPy is imported only to ask CUDA for the device count; that creates no context 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import threading
+
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _cache: dict[tuple[str, ...], str | None] = {}
@@ -35,6 +38,7 @@ def _check(modules: tuple[str, ...]) -> str | None:
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as err:  # cupy's CUDARuntimeError and driver loading errors
+        log.debug("CUDA's device count failed", exc_info=True)
         return f"CUDA has no usable device ({err})"
     if count == 0:
         return "CUDA reports no GPU"
@@ -47,8 +51,3 @@ def device_count() -> int:
     import cupy
 
     return int(cupy.cuda.runtime.getDeviceCount())
-
-
-def forget() -> None:
-    with _lock:
-        _cache.clear()

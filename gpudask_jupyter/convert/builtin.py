@@ -1,13 +1,17 @@
-"""The converters that ship with the package, most specific first."""
+"""The converters that ship with the package, most specific first.
+
+A new converter (say, polars ↔ cuDF) goes in this list; :mod:`.lookup` reads it. The libraries
+are imported only inside the conversion functions, when there is something to convert.
+"""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-from . import dask_backend as dask_collections
+from . import dask_collections
 from .availability import reason
-from .registry import Context, Converter, module_class
+from .converter import Context, Converter, module_class
 
 
 def _is_proxy(obj: Any) -> bool:
@@ -40,13 +44,13 @@ def _cupy_to_numpy(obj: Any, context: Context) -> Any:
 
 
 def _pandas_to_cudf(obj: Any, context: Context) -> Any:
-    from .frames import pandas_to_cudf
+    from .dataframes import pandas_to_cudf
 
     return pandas_to_cudf(obj, context)
 
 
 def _cudf_to_pandas(obj: Any, context: Context) -> Any:
-    from .frames import cudf_to_pandas
+    from .dataframes import cudf_to_pandas
 
     return cudf_to_pandas(obj, context)
 

@@ -6,10 +6,14 @@ recognised by type and message, without importing the libraries.
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
 
 from ..units import format_bytes
+from .report import nbytes_of
+
+log = logging.getLogger(__name__)
 
 
 class Unsupported(Exception):
@@ -46,15 +50,10 @@ def _free_device_memory() -> str:
     try:
         device = cupy.cuda.runtime.getDevice()
         free, total = cupy.cuda.runtime.memGetInfo()
-    except Exception:
+    except Exception:  # the message is complete without it
+        log.debug("could not read the device's free memory", exc_info=True)
         return ""
     return f"; GPU {device} has {format_bytes(free)} free of {format_bytes(total)}"
-
-
-def _nbytes(obj: Any) -> int | None:
-    from .transaction import nbytes_of
-
-    return nbytes_of(obj)
 
 
 def describe(
@@ -72,7 +71,7 @@ def describe(
     if isinstance(err, ColumnFailure):
         column, dtype, err = err.column, err.dtype, err.error
     if _is_out_of_memory(err):
-        size = _nbytes(obj)
+        size = nbytes_of(obj)
         need = f"it needs about {format_bytes(size)}" if size else "it does not fit"
         return (
             f"out of GPU memory ({need}{_free_device_memory()})",

@@ -2,10 +2,44 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..table import Table
 from ..units import format_bytes, format_seconds
+
+log = logging.getLogger(__name__)
+
+
+def shape_of(obj: Any) -> tuple[int, ...] | None:
+    shape = getattr(obj, "shape", None)
+    if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+        return shape
+    return None
+
+
+def nbytes_of(obj: Any) -> int | None:
+    """The object's size in bytes if it says (``nbytes``, or a frame's ``memory_usage``)."""
+    nbytes = getattr(obj, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    usage = getattr(obj, "memory_usage", None)
+    if callable(usage):
+        try:
+            total = usage(index=True, deep=False)
+            return int(total.sum() if hasattr(total, "sum") else total)
+        except Exception:  # a size is only shown, never needed: report it as unknown
+            log.debug("memory_usage of a %s failed", type(obj).__name__, exc_info=True)
+            return None
+    return None
+
+
+def kind_of(obj: Any) -> str:
+    kind = type(obj)
+    if kind.__module__ == "builtins":
+        return kind.__name__
+    return f"{kind.__module__.split('.')[0]}.{kind.__name__}"
 
 
 @dataclass

@@ -20,15 +20,19 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import math
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from .. import config, lifecycle
+from .cuda_backend import Backend, CupyBackend
+
+log = logging.getLogger(__name__)
 
 MiB = 2**20
 _CHUNK = 4 * MiB  # large enough for a DMA near full speed, small enough to keep several in flight
@@ -63,53 +67,6 @@ class Segment:
     host: int
     device: int
     nbytes: int
-
-
-class Backend(Protocol):
-    """The CUDA calls the pipeline makes; a seam so the pipeline's logic can be tested on a CPU."""
-
-    def alloc_pinned(self, size: int) -> int: ...
-    def free_pinned(self, ptr: int) -> None: ...
-    def set_device(self, device: int) -> None: ...
-    def synchronize(self, device: int) -> None: ...
-    def stream(self, device: int) -> Any: ...
-    def event(self, device: int) -> Any: ...
-    def copy_async(self, dst: int, src: int, size: int, to_device: bool, stream: Any) -> None: ...
-
-
-class CupyBackend:
-    """The CUDA runtime through CuPy (imported only when a transfer first happens)."""
-
-    def __init__(self) -> None:
-        import cupy
-
-        self._cupy = cupy
-        self._runtime = cupy.cuda.runtime
-
-    def alloc_pinned(self, size: int) -> int:
-        return int(self._runtime.hostAlloc(size, 0))
-
-    def free_pinned(self, ptr: int) -> None:
-        self._runtime.freeHost(ptr)
-
-    def set_device(self, device: int) -> None:
-        self._runtime.setDevice(device)
-
-    def synchronize(self, device: int) -> None:
-        with self._cupy.cuda.Device(device):
-            self._runtime.deviceSynchronize()
-
-    def stream(self, device: int) -> Any:
-        with self._cupy.cuda.Device(device):
-            return self._cupy.cuda.Stream(non_blocking=True)
-
-    def event(self, device: int) -> Any:
-        with self._cupy.cuda.Device(device):
-            return self._cupy.cuda.Event(block=False, disable_timing=True)
-
-    def copy_async(self, dst: int, src: int, size: int, to_device: bool, stream: Any) -> None:
-        kind = 1 if to_device else 2  # cudaMemcpyHostToDevice / DeviceToHost
-        self._runtime.memcpyAsync(dst, src, size, kind, stream.ptr)
 
 
 class _Pieces:
@@ -225,8 +182,10 @@ class PinnedStager:
                 drain(k % depth)
         except BaseException:
             pieces.cancel()
-            with contextlib.suppress(Exception):
+            try:
                 stream.synchronize()  # no DMA may still use a buffer after we give up
+            except Exception:  # the error being raised says more than this one
+                log.debug("synchronising a copy stream after a failure failed", exc_info=True)
             raise
 
     @contextlib.contextmanager
@@ -277,7 +236,7 @@ _stager: PinnedStager | None = None
 _stager_lock = threading.Lock()
 
 
-def get() -> PinnedStager:
+def stager() -> PinnedStager:
     """The process's stager, created on first use from the current options."""
     global _stager
     capacity = int(config.get("pinned-buffer"))
@@ -288,6 +247,12 @@ def get() -> PinnedStager:
             _stager = None
         if _stager is None:
             _stager = PinnedStager(capacity, threads)
+            log.debug(
+                "pinned stager: %d threads × %d buffers of %d bytes",
+                _stager.threads,
+                _stager.depth,
+                _stager.chunk,
+            )
             lifecycle.on_unload(release, lifecycle.MEMORY)
         return _stager
 
@@ -394,7 +359,7 @@ class Batch:
             yield
             return
         try:
-            with get().transfer(self._segments, self.to_device, self.device):
+            with stager().transfer(self._segments, self.to_device, self.device):
                 yield
         finally:
             self._segments, self._keep, self._temporary = [], [], 0

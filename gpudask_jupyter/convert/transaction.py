@@ -9,6 +9,7 @@ the cause and what to do. The originals are never touched.
 from __future__ import annotations
 
 import gc
+import logging
 import sys
 import time
 import traceback
@@ -16,9 +17,12 @@ from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 from ..errors import ConversionError, GpuDaskError, NoGpuError
+from .converter import Context, Converter, Direction
 from .failures import describe
-from .registry import Context, Converter, Direction, find
-from .report import Moved, Report
+from .lookup import find
+from .report import Moved, Report, kind_of, nbytes_of, shape_of
+
+log = logging.getLogger(__name__)
 
 
 def release_device_memory() -> None:
@@ -33,34 +37,6 @@ def _synchronize() -> None:
     cupy = sys.modules.get("cupy")
     if cupy is not None:
         cupy.cuda.runtime.deviceSynchronize()
-
-
-def shape_of(obj: Any) -> tuple[int, ...] | None:
-    shape = getattr(obj, "shape", None)
-    if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
-        return shape
-    return None
-
-
-def nbytes_of(obj: Any) -> int | None:
-    nbytes = getattr(obj, "nbytes", None)
-    if isinstance(nbytes, int):
-        return nbytes
-    usage = getattr(obj, "memory_usage", None)
-    if callable(usage):
-        try:
-            total = usage(index=True, deep=False)
-            return int(total.sum() if hasattr(total, "sum") else total)
-        except Exception:
-            return None
-    return None
-
-
-def kind_of(obj: Any) -> str:
-    kind = type(obj)
-    if kind.__module__ == "builtins":
-        return kind.__name__
-    return f"{kind.__module__.split('.')[0]}.{kind.__name__}"
 
 
 class _Failed(Exception):
@@ -109,19 +85,15 @@ def _run(
     return staged
 
 
-def convert_names(
+def _plan(
     namespace: MutableMapping[str, Any],
     names: Iterable[str],
     direction: Direction,
-    *,
-    device: int | None = None,
-    require_gpu: bool = False,
-) -> tuple[Report, list[str]]:
-    """Convert ``names`` in ``namespace``; returns the report and why GPU work was skipped.
-
-    Raises :class:`ConversionError` (nothing rebound) or :class:`NoGpuError` (``require_gpu``).
-    """
-    report = Report(direction)
+    report: Report,
+    required_by: str | None,
+) -> tuple[list[tuple[str, Any, Converter]], list[str]]:
+    """What to convert with which converter, and why GPU work was skipped; what is left alone
+    goes in ``report``. ``required_by`` (what made a GPU required) turns a skip into an error."""
     unavailable: list[str] = []
     plan = []
     for name in names:
@@ -135,20 +107,44 @@ def convert_names(
             continue
         why = converter.unavailable()
         if why is not None:
-            if require_gpu:
+            log.debug("%s stays on the host: %s", name, why)
+            if required_by is not None:
                 raise NoGpuError(
-                    f"{name} stays on the host: {why}. Nothing was converted (--require-gpu)."
+                    f"{name} stays on the host: {why}. Nothing was converted ({required_by})."
                 )
             unavailable.append(why)
             report.skipped.append((name, f"{converter.source}: {why}"))
             continue
         plan.append((name, obj, converter))
+    return plan, unavailable
 
+
+def convert_names(
+    namespace: MutableMapping[str, Any],
+    names: Iterable[str],
+    direction: Direction,
+    *,
+    device: int | None = None,
+    require_gpu: bool = False,
+    required_by: str = "--require-gpu",
+    leave_on_host: str | None = None,
+) -> tuple[Report, list[str]]:
+    """Convert ``names`` in ``namespace``; returns the report and why GPU work was skipped.
+
+    Raises :class:`ConversionError` (nothing rebound) or :class:`NoGpuError` (``require_gpu``,
+    which the message says was set by ``required_by``). ``leave_on_host`` is how the user keeps
+    an object on the host, for the error's hint (the magic's ``--exclude`` by default).
+    """
+    report = Report(direction)
+    plan, unavailable = _plan(
+        namespace, names, direction, report, required_by if require_gpu else None
+    )
     failure: BaseException | None = None
     try:
         staged = _run(plan, device, report)
     except _Failed as failed:
-        cause, hint = describe(failed.error, failed.name, failed.obj)
+        log.debug("converting %s failed", failed.name, exc_info=failed.error)
+        cause, hint = describe(failed.error, failed.name, failed.obj, leave_on_host)
         error = ConversionError(failed.name, cause, hint)
         error.details = "".join(traceback.format_exception(failed.error))
         # the frames of a failed conversion hold its half-built device objects

@@ -6,6 +6,9 @@ cuDF makes them. What changes is how the bytes of each large numeric, boolean, d
 timedelta column (and its validity mask) reach the device: through the pinned pipeline instead of
 a pageable copy. Every other column (strings, categoricals, time zones, ...) takes cuDF's own path,
 which goes through Arrow. Each column's failure is reported with its label.
+
+cuDF's columns and the constructors that take them are internal to cuDF: every such call goes
+through :mod:`gpudask_jupyter.compat`, which says what it relies on and the versions checked.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from copy import deepcopy
 from functools import partial
 from typing import Any
 
+from .. import compat
 from . import staging
+from .converter import Context
 from .failures import ColumnFailure
-from .registry import Context
 
 _FAST_KINDS = set("biuf")
 _TIME_UNITS = {"s", "ms", "us", "ns"}
@@ -42,23 +46,6 @@ def nan_as_null() -> bool | None:
     import cudf
 
     return False if cudf.get_option("mode.pandas_compatible") else None
-
-
-def _masked_parts(values: Any) -> tuple[Any, Any] | None:
-    """(data, missing) NumPy arrays of a pandas masked array (Int64, Float64, boolean ...)."""
-    from pandas.core.arrays.masked import BaseMaskedArray
-
-    if isinstance(values, BaseMaskedArray):
-        return values._data, values._mask
-    return None
-
-
-def _with_validity(column: Any, valid: Any) -> Any:
-    """``column`` with the nulls where the CuPy bool array ``valid`` is False (packed on device)."""
-    from cudf.core.column import ColumnBase
-
-    mask, null_count = ColumnBase.from_cuda_array_interface(valid).as_mask()
-    return column.set_mask(mask, null_count)
 
 
 Finish = Callable[[], Any]
@@ -117,7 +104,6 @@ def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish
     """Queue this column's bytes on ``batch`` and return what builds the cuDF column once they
     have arrived, or None if the column should take cuDF's own path."""
     import numpy as np
-    from cudf.core.column import ColumnBase, as_column
 
     dtype = series.dtype
     if isinstance(dtype, np.dtype):
@@ -127,20 +113,20 @@ def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish
             if dtype.kind == "f" and dtype.itemsize == 2:
                 return None  # float16: let cuDF raise its own error
             dev = batch.device_array(series.to_numpy(copy=False))
-            return lambda: as_column(dev, nan_as_null=null)
+            return lambda: compat.as_column(dev, null)
         if dtype.kind in "mM" and np.datetime_data(dtype)[0] in _TIME_UNITS:
             ints = batch.device_array(series.to_numpy(copy=False).view(np.int64))
 
             def times() -> Any:
-                column = ColumnBase.from_cuda_array_interface(_Typed(ints, dtype.str))
+                column = compat.column_from_device(_Typed(ints, dtype.str))
                 valid = ints != np.iinfo(np.int64).min  # NaT, which cuDF keeps as null
                 if not bool(valid.all()):
-                    column = _with_validity(column, valid)
+                    column = compat.with_validity(column, valid)
                 return column
 
             return times
         return None
-    parts = _masked_parts(series.array)
+    parts = compat.masked_parts(series.array)
     if parts is None:
         return None
     data, missing = parts
@@ -150,14 +136,14 @@ def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish
     invalid = batch.device_array(missing) if missing.any() else None
 
     def masked() -> Any:
-        column = ColumnBase.from_cuda_array_interface(values)
+        column = compat.column_from_device(values)
         if invalid is not None:
-            column = _with_validity(column, ~invalid)
+            column = compat.with_validity(column, ~invalid)
         if data.dtype.kind == "f" and null is not False:
-            column = column.nans_to_nulls()
+            column = compat.nans_to_nulls(column)
         # the dtype cuDF itself gives this pandas dtype (e.g. a pandas nullable dtype)
-        target = as_column(series.iloc[:0], nan_as_null=null).dtype
-        return column if column.dtype == target else column.astype(target)
+        target = compat.as_column(series.iloc[:0], null).dtype
+        return column if column.dtype == target else compat.column_astype(column, target)
 
     return masked
 
@@ -180,7 +166,7 @@ def _index_to_device(
             value = built[position]
             if isinstance(value, cudf.Index):  # it took cuDF's own path
                 return value
-            return cudf.Index._from_column(value, name=index.name)
+            return compat.index_from_column(value, index.name)
 
         return plain
     try:
@@ -191,17 +177,15 @@ def _index_to_device(
 
 
 def pandas_to_cudf(obj: Any, context: Context) -> Any:
-    import cudf
     import cupy
     import pandas as pd
-    from cudf.core.column import as_column
 
-    device = context.device if context.device is not None else staging.current_device()
     null = nan_as_null()
+    device = context.device if context.device is not None else staging.current_device()
     columns = _Crossing(
         staging.Batch(to_device=True, device=device),
         lambda series, batch: _plan_column(series, null, batch),
-        lambda series: as_column(series, nan_as_null=null),
+        lambda series: compat.as_column(series, null),
         context,
     )
     with cupy.cuda.Device(device):
@@ -209,11 +193,11 @@ def pandas_to_cudf(obj: Any, context: Context) -> Any:
             positions = [columns.add(label, series) for label, series in obj.items()]
             index = _index_to_device(obj.index, columns, null)
             built = columns.build()
-            frame = cudf.DataFrame._from_data(
+            frame = compat.frame_from_columns(
                 {i: built[p] for i, p in enumerate(positions)},
                 index(built),
-                attrs=deepcopy(obj.attrs),
-                allows_duplicate_labels=obj.flags.allows_duplicate_labels,
+                deepcopy(obj.attrs),
+                obj.flags.allows_duplicate_labels,
             )
             frame.columns = obj.columns
             return frame
@@ -221,7 +205,7 @@ def pandas_to_cudf(obj: Any, context: Context) -> Any:
             position = columns.add(obj.name, obj)
             index = _index_to_device(obj.index, columns, null)
             built = columns.build()
-            series = cudf.Series._from_column(built[position], name=obj.name, index=index(built))
+            series = compat.series_from_column(built[position], obj.name, index(built))
             series.attrs = deepcopy(obj.attrs)
             return series
         index = _index_to_device(obj, columns, null)
@@ -245,15 +229,15 @@ def _plan_to_host(column: Any, batch: staging.Batch) -> Finish | None:
         return None
     if not staging.use_pinned(dtype.itemsize * len(column)):
         return None
-    if column.has_nulls() and dtype.kind != "f":
+    if compat.column_has_nulls(column) and dtype.kind != "f":
         return None  # ints become float, bools object, datetimes NaT: cuDF's own path decides
     if dtype.kind in "mM":
         import cupy
 
         values = cupy.asarray(_Typed(column, "<i8"))  # CuPy has no datetime dtype
     else:
-        values = column.values  # NaN where null, as to_pandas gives (a new array if any)
-    array = batch.host_array(values, temporary=column.has_nulls())
+        values = compat.column_values(column)  # NaN where null, as to_pandas gives
+    array = batch.host_array(values, temporary=compat.column_has_nulls(column))
     typed = array if array.dtype == dtype else array.view(dtype)
     return lambda: typed
 
@@ -263,7 +247,7 @@ def _index_to_host(index: Any, columns: _Crossing) -> Callable[[list[Any]], Any]
     import pandas as pd
 
     if type(index) is cudf.Index:
-        position = columns.add("<index>", index._column)
+        position = columns.add("<index>", compat.column_of(index))
 
         def plain(built: list[Any]) -> Any:
             values = built[position]
@@ -284,26 +268,26 @@ def cudf_to_pandas(obj: Any, context: Context) -> Any:
     columns = _Crossing(
         staging.Batch(to_device=False),
         _plan_to_host,
-        lambda column: column.to_pandas().array,
+        lambda column: compat.column_to_pandas(column).array,
         context,
     )
     if isinstance(obj, cudf.DataFrame):
-        positions = [columns.add(label, column) for label, column in obj._data.items()]
+        positions = [columns.add(label, column) for label, column in compat.frame_columns(obj)]
         index = _index_to_host(obj.index, columns)
         built = columns.build()
         data = {i: built[p] for i, p in enumerate(positions)}
         frame = pd.DataFrame(data, index=index(built), copy=False)
-        frame.columns = obj._data.to_pandas_index
+        frame.columns = compat.frame_labels(obj)
         frame.attrs = deepcopy(obj.attrs)
-        frame.flags.allows_duplicate_labels = obj._flags.allows_duplicate_labels
+        frame.flags.allows_duplicate_labels = compat.allows_duplicate_labels(obj)
         return frame
     if isinstance(obj, cudf.Series):
-        position = columns.add(obj.name, obj._column)
+        position = columns.add(obj.name, compat.column_of(obj))
         index = _index_to_host(obj.index, columns)
         built = columns.build()
         series = pd.Series(built[position], index=index(built), name=obj.name, copy=False)
         series.attrs = obj.attrs
-        series.flags.allows_duplicate_labels = obj._flags.allows_duplicate_labels
+        series.flags.allows_duplicate_labels = compat.allows_duplicate_labels(obj)
         return series
     index = _index_to_host(obj, columns)
     return index(columns.build())

@@ -6,18 +6,18 @@ CuPy-backed; and back. Only the task graph changes, so the report shows no bytes
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from .registry import Context
+from .. import compat
+from .converter import Context
 
 
 def _meta_module(obj: Any) -> str:
-    return type(getattr(obj, "_meta", None)).__module__.split(".")[0]
+    return type(compat.dask_meta(obj)).__module__.split(".")[0]
 
 
 def is_dask_dataframe(obj: Any) -> bool:
-    import sys
-
     dd = sys.modules.get("dask.dataframe")
     if dd is None:
         return False
@@ -26,8 +26,6 @@ def is_dask_dataframe(obj: Any) -> bool:
 
 
 def is_dask_array(obj: Any) -> bool:
-    import sys
-
     da = sys.modules.get("dask.array")
     return da is not None and isinstance(obj, da.Array)
 

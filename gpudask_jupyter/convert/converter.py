@@ -1,0 +1,68 @@
+"""What a converter is: the types every other module of ``convert/`` builds on.
+
+This module imports nothing of the package, so that the built-in converters, the lookup and the
+transaction can all depend on it without depending on each other.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Direction = Literal["gpu", "cpu"]
+
+
+@dataclass
+class Context:
+    """What one conversion may use (the target device), and what it tells back (the path)."""
+
+    device: int | None = None
+    path: str = "library"  # set by a converter to say how the bytes moved ("pinned", "lazy")
+
+
+@dataclass(frozen=True)
+class Converter:
+    """Moves one kind of object in one direction.
+
+    ``unavailable`` returns why the converter cannot run here (no GPU, library missing) or None;
+    ``lazy`` converters only rewrite a task graph, so no bytes or speed are reported for them.
+    """
+
+    source: str
+    target: str
+    direction: Direction
+    matches: Callable[[object], bool]
+    convert: Callable[[Any, Context], Any]
+    unavailable: Callable[[], str | None] = lambda: None
+    lazy: bool = False
+    skip: str | None = None  # recognised, but deliberately left alone, for this reason
+
+    @property
+    def label(self) -> str:
+        return f"{self.source} → {self.target}"
+
+
+def module_class(module: str, *names: str) -> Callable[[object], bool]:
+    """A predicate for instances of ``module.name`` that never imports ``module``.
+
+    A value can only be a pandas object if pandas is already imported, so the classes are looked
+    up in ``sys.modules``: converting nothing costs nothing.
+    """
+
+    def matches(obj: object) -> bool:
+        mod = sys.modules.get(module)
+        if mod is None:
+            return False
+        for name in names:
+            target: Any = mod
+            for part in name.split("."):
+                target = getattr(target, part, None)
+                if target is None:
+                    break
+            if isinstance(target, type) and isinstance(obj, target):
+                return True
+        return False
+
+    return matches
