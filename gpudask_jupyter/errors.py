@@ -77,3 +77,13 @@ def forget() -> None:
     global _last
     with _last_lock:
         _last = None
+
+
+def last_report() -> str:
+    """What ``%gpu_cluster status --verbose`` prints: the last error with its full traceback, or
+    that there was none."""
+    error = last()
+    if error is None:
+        return "No gpudask error so far in this kernel."
+    when = time.strftime("%H:%M:%S", time.localtime(error.time))
+    return f"Last gpudask error, at {when}: {error.message}\n\n{error.traceback.rstrip()}"

@@ -1,399 +1,52 @@
-"""The IPython magics: argument parsing, help and printing; the work happens elsewhere.
+"""The IPython magics: each parses its arguments, calls the cluster or the converters, and prints.
 
-``%gpu_cluster SUBCOMMAND`` has one parser per subcommand (IPython's ``magic_arguments``), so
-``%gpu_cluster?`` shows every usage and ``%gpu_cluster start --help`` one of them. Bad input is an
-IPython ``UsageError`` carrying the usage line, raised before anything starts; errors from the
-cluster or the conversions (:class:`~.errors.GpuDaskError`) are shown the same way, as one
-sentence instead of a library traceback.
+The parsers (and so the help) are declared in :mod:`.magic_args`; the decisions are taken below,
+in :mod:`.cluster`, :mod:`.cluster_options` and :mod:`.convert`. An error from there
+(:class:`~.errors.GpuDaskError`) is shown as IPython's one-line ``UsageError`` instead of a library
+traceback, and kept whole by :func:`.errors.remember` for ``%gpu_cluster status --verbose``.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Float, Integer, Unicode, observe
 
-from . import config
+from . import config, errors, magic_args
 from .errors import GpuDaskError
-from .gpus import parse_spec
-from .units import parse_bytes, parse_seconds
 
 if TYPE_CHECKING:
+    from .cluster import ClusterSession
     from .convert import Direction
 
-# -- argument types: each raises ArgumentTypeError with a sentence argparse shows as is ----------
+log = logging.getLogger(__name__)
+
+Handler = Callable[["GpuDaskMagics", argparse.Namespace], Any]
+H = TypeVar("H", bound=Handler)
+
+_handlers: dict[magic_args.Spec, Handler] = {}
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
+def _subcommand(spec: magic_args.Spec) -> Callable[[H], H]:
+    """Make the decorated method the handler of ``spec``'s ``%gpu_cluster`` subcommand."""
 
+    def register(method: H) -> H:
+        _handlers[spec] = method
+        return method
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of workers, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def _gpus(text: str) -> list[int | str]:
-    try:
-        return parse_spec(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err).removeprefix("--gpus: ")) from None
-
-
-def _size_or_fraction(*keywords: str) -> Callable[[str], int | float | str | None]:
-    def parse(text: str) -> int | float | str | None:
-        lowered = text.strip().lower()
-        if lowered in keywords:
-            return lowered
-        if lowered in {"none", "0"} and "none" in keywords:
-            return 0
-        try:
-            fraction = float(lowered)
-        except ValueError:
-            pass
-        else:
-            if 0 < fraction <= 1:
-                return fraction
-            if fraction <= 0:
-                raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
-        try:
-            return parse_bytes(text)
-        except ValueError:
-            choices = ", ".join(k for k in keywords) + ", " if keywords else ""
-            raise argparse.ArgumentTypeError(
-                f"expected {choices}a size like 16GB or a fraction like 0.8, got {text!r}"
-            ) from None
-
-    return parse
-
-
-def _seconds(text: str) -> float:
-    try:
-        return parse_seconds(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _dashboard(text: str) -> str:
-    lowered = text.strip().lower()
-    if lowered in {"none", "off", "false"}:
-        return "none"
-    if lowered.isdigit():
-        return f"127.0.0.1:{lowered}"
-    _, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, PORT or none, got {text!r}")
-    return text
-
-
-# -- one parser per subcommand --------------------------------------------------------------------
-
-
-@ma.magic_arguments(name="gpu_cluster start")
-@ma.argument(
-    "--gpus",
-    type=_gpus,
-    metavar="LIST",
-    help="GPUs for the workers: indices as nvidia-smi shows them or GPU-/MIG- UUIDs, "
-    "comma-separated (default: every GPU this kernel may use)",
-)
-@ma.argument(
-    "--n-workers",
-    type=_positive_int,
-    metavar="N",
-    help="number of workers (GPU: the first N selected GPUs; CPU fallback: N processes)",
-)
-@ma.argument(
-    "--threads-per-worker",
-    type=_positive_int,
-    metavar="N",
-    help="threads per worker (default 1 with GPUs)",
-)
-@ma.argument(
-    "--memory-limit",
-    type=_size_or_fraction("auto", "none"),
-    metavar="SIZE",
-    help="host memory per worker before spilling to disk: 16GB, 0.25 (of RAM), auto, none",
-)
-@ma.argument(
-    "--device-memory-limit",
-    type=_size_or_fraction("auto", "default", "none"),
-    metavar="SIZE",
-    help="GPU memory per worker before spilling to host: 60GB, 0.8 (of the GPU), default, none",
-)
-@ma.argument(
-    "--rmm-pool-size",
-    type=_size_or_fraction(),
-    metavar="SIZE",
-    help="pre-allocate an RMM memory pool of this size on each GPU: 40GB or 0.5",
-)
-@ma.argument(
-    "--rmm-async",
-    action="store_true",
-    help="use RMM's asynchronous (cudaMallocAsync) allocator on each GPU",
-)
-@ma.argument(
-    "--protocol",
-    choices=["tcp", "ucx"],
-    default="tcp",
-    help="communication between workers (ucx needs distributed-ucxx)",
-)
-@ma.argument(
-    "--host",
-    default="127.0.0.1",
-    help="address the scheduler and workers listen on (default 127.0.0.1: this machine only)",
-)
-@ma.argument(
-    "--dashboard-address",
-    type=_dashboard,
-    default=None,
-    metavar="ADDR",
-    help="dashboard HOST:PORT, PORT, or none (default: a free port on --host)",
-)
-@ma.argument(
-    "--tls",
-    action="store_true",
-    help="encrypt and authenticate all cluster traffic with fresh TLS certificates",
-)
-@ma.argument(
-    "--require-gpu",
-    action="store_true",
-    help="fail instead of starting a CPU cluster when no GPU is usable",
-)
-@ma.argument(
-    "--timeout",
-    type=_seconds,
-    metavar="SECONDS",
-    help="how long to wait for the workers (default: option startup-timeout)",
-)
-@ma.argument(
-    "--replace",
-    action="store_true",
-    help="stop the kernel's current cluster first instead of refusing to start a second",
-)
-def _start() -> None:
-    """Start a local Dask cluster with one worker per GPU (dask-cuda's LocalCUDACluster).
-
-    Returns the Client and makes it the default, so ``client = %gpu_cluster start`` works.
-    Without a usable GPU a CPU LocalCluster starts instead, with a warning.
-    """
-
-
-@ma.magic_arguments(name="gpu_cluster attach")
-@ma.argument("address", nargs="?", help="scheduler address, e.g. tcp://10.0.0.5:8786")
-@ma.argument("--scheduler-file", metavar="FILE", help="scheduler file written by dask scheduler")
-@ma.argument(
-    "--timeout",
-    type=_seconds,
-    default=10.0,
-    metavar="SECONDS",
-    help="give up connecting after this long (default 10s)",
-)
-@ma.argument("--tls-ca-file", metavar="FILE", help="CA certificate for a TLS scheduler")
-@ma.argument("--tls-cert", metavar="FILE", help="client certificate for a TLS scheduler")
-@ma.argument("--tls-key", metavar="FILE", help="client private key for a TLS scheduler")
-@ma.argument("--replace", action="store_true", help="leave the kernel's current cluster first")
-def _attach() -> None:
-    """Connect to an existing Dask scheduler, e.g. a multi-node cluster of `dask cuda worker`s.
-
-    Returns the Client and makes it the default. `stop` later only disconnects.
-    """
-
-
-@ma.magic_arguments(name="gpu_cluster status")
-def _status() -> None:
-    """Workers, hosts, GPUs, memory and tasks of the kernel's cluster (also: bare %gpu_cluster)."""
-
-
-@ma.magic_arguments(name="gpu_cluster scale")
-@ma.argument("n", type=_count, help="number of workers wanted (at most one per selected GPU)")
-def _scale() -> None:
-    """Change the number of workers of a cluster this kernel started."""
-
-
-@ma.magic_arguments(name="gpu_cluster restart")
-def _restart() -> None:
-    """Restart every worker, freeing their host and GPU memory; the cluster stays."""
-
-
-@ma.magic_arguments(name="gpu_cluster stop")
-def _stop() -> None:
-    """Close the cluster this kernel started (no worker process is left), or detach from an
-    attached one (which keeps running)."""
-
-
-@ma.magic_arguments(name="gpu_cluster panel")
-@ma.argument(
-    "--interval",
-    type=_seconds,
-    metavar="SECONDS",
-    help="seconds between samples, 0.25–10 (default: option refresh-interval)",
-)
-@ma.argument(
-    "--history",
-    type=_seconds,
-    metavar="SECONDS",
-    help="seconds of history to show, 10–3600 (default: option history)",
-)
-@ma.argument(
-    "--processes",
-    action="store_true",
-    help="also list your GPU processes (other users' only as a count)",
-)
-def _panel() -> None:
-    """Show the live panel: every GPU's utilisation and memory, the task stream and progress.
-
-    Same as ``gpudask_jupyter.Panel()``. Sampling runs on a background thread of the kernel.
-    """
-
-
-@ma.magic_arguments(name="gpu_cluster config")
-def _config() -> None:
-    """Show every gpudask option, its value in effect and where to set it."""
-
-
-def _name(text: str) -> str:
-    if not text.isidentifier():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a variable name")
-    return text
-
-
-def _device(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a GPU number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-# the arguments both cell magics take (one decorator object may decorate several parsers)
-_NAMES = ma.argument(
-    "names",
-    nargs="*",
-    type=_name,
-    metavar="NAME",
-    help="variables to move (default: every name the cell created or re-bound)",
-)
-_EXCLUDE = ma.argument(
-    "--exclude",
-    nargs="+",
-    type=_name,
-    default=[],
-    action="extend",
-    metavar="NAME",
-    help="variables to leave where they are",
-)
-_QUIET = ma.argument("-q", "--quiet", action="store_true", help="no summary table")
-
-
-@ma.magic_arguments(name="%to_gpu")
-@_NAMES
-@_EXCLUDE
-@ma.argument(
-    "--device", type=_device, metavar="N", help="GPU to move to (default: the current one)"
-)
-@_QUIET
-@ma.argument(
-    "--require-gpu",
-    action="store_true",
-    help="fail instead of leaving data on the host when no GPU is usable",
-)
-def _to_gpu() -> None:
-    """Run the cell, then move the pandas / NumPy / Dask objects it created onto the GPU.
-
-    pandas → cuDF, NumPy → CuPy, Dask DataFrame / Array → cuDF- / CuPy-backed (lazily). Either
-    every name is moved or none is: if one fails, all keep their original objects.
-    """
-
-
-@ma.magic_arguments(name="%to_cpu")
-@_NAMES
-@_EXCLUDE
-@_QUIET
-def _to_cpu() -> None:
-    """Run the cell, then move the cuDF / CuPy / GPU-backed Dask objects it created to the host.
-
-    cuDF → pandas, CuPy → NumPy, GPU-backed Dask collections → pandas- / NumPy-backed. Either
-    every name is moved or none is.
-    """
-
-
-SUBCOMMANDS: dict[str, Callable[[], None]] = {
-    "start": _start,
-    "attach": _attach,
-    "status": _status,
-    "scale": _scale,
-    "restart": _restart,
-    "stop": _stop,
-    "panel": _panel,
-    "config": _config,
-}
-
-
-def _parser(sub: str) -> argparse.ArgumentParser:
-    return SUBCOMMANDS[sub].parser  # type: ignore[attr-defined,no-any-return]
-
-
-def _gpu_cluster_doc() -> str:
-    parts = [
-        "Start, attach to and manage this kernel's Dask cluster (one worker per GPU).",
-        "",
-        "    %gpu_cluster SUBCOMMAND [options]     (bare %gpu_cluster = status)",
-        "    %gpu_cluster SUBCOMMAND --help        (one subcommand's options)",
-        "",
-        "Examples::",
-        "",
-        "    client = %gpu_cluster start",
-        "    %gpu_cluster start --gpus 0,1 --rmm-pool-size 0.5",
-        "    %gpu_cluster attach tcp://10.0.0.5:8786",
-        "    %gpu_cluster scale 1",
-        "    %gpu_cluster panel",
-        "    %gpu_cluster stop",
-        "",
-    ]
-    for sub in SUBCOMMANDS:
-        parts.append(_parser(sub).format_help())
-    return "\n".join(parts)
-
-
-def parse(sub: str, rest: str) -> argparse.Namespace | None:
-    """Parse one subcommand's arguments; None after printing ``--help``."""
-    parser = _parser(sub)
-    if {"-h", "--help"} & set(rest.split()):
-        print(parser.format_help())
-        return None
-    try:
-        return parser.parse_argstring(rest)  # type: ignore[attr-defined,no-any-return]
-    except UsageError as err:
-        raise UsageError(f"{err}\n{usage(parser)}") from None
-
-
-def usage(parser: argparse.ArgumentParser) -> str:
-    """The one-line usage, without the reST markup IPython's help formatter adds."""
-    text = parser.format_usage().strip().removeprefix("::").strip()
-    return "usage: " + " ".join(text.split())
+    return register
 
 
 def _user_error(err: GpuDaskError) -> UsageError:
+    """The one sentence the user sees; the whole error is kept for ``status --verbose``."""
+    log.debug("shown to the user: %s", err, exc_info=err)
+    errors.remember(err)
     return UsageError(str(err))
 
 
@@ -451,76 +104,39 @@ class GpuDaskMagics(Magics):
         sub, _, rest = line.strip().partition(" ")
         sub = sub or "status"
         if sub in {"-h", "--help"}:
-            print(_gpu_cluster_doc())
+            print(magic_args.gpu_cluster_doc())
             return None
-        if sub not in SUBCOMMANDS:
-            raise UsageError(
-                f"unknown subcommand {sub!r}; choose one of {', '.join(SUBCOMMANDS)}\n"
-                "usage: %gpu_cluster {" + ",".join(SUBCOMMANDS) + "} [options]"
-            )
-        args = parse(sub, rest)
+        spec = magic_args.SUBCOMMANDS.get(sub)
+        if spec is None:
+            raise magic_args.unknown_subcommand(sub)
+        args = magic_args.parse(spec, rest)
         if args is None:
             return None
-        handler = getattr(self, f"_cluster_{sub}")
         try:
-            return handler(args)
+            return _handlers[spec](self, args)
         except GpuDaskError as err:
             raise _user_error(err) from None
 
-    gpu_cluster.__doc__ = _gpu_cluster_doc()
+    gpu_cluster.__doc__ = magic_args.gpu_cluster_doc()
 
-    def _cluster_start(self, args: argparse.Namespace) -> Any:
-        from .cluster import ClusterSession, StartOptions, current
+    @_subcommand(magic_args.start)
+    def _start(self, args: argparse.Namespace) -> Any:
+        from .cluster import ClusterSession, refuse_or_replace
 
-        session = current()
-        if session is not None and session.alive and not args.replace:
-            print(
-                f"A cluster is already running ({session.mode}, scheduler {session.address}); "
-                "nothing was changed. Use %gpu_cluster stop first, or start --replace.",
-                file=sys.stderr,
-            )
-            return session.client
-        if session is not None:
-            session.close()
-        opts = StartOptions(
-            gpus=args.gpus,
-            n_workers=args.n_workers,
-            threads_per_worker=args.threads_per_worker,
-            memory_limit=args.memory_limit,
-            device_memory_limit=args.device_memory_limit,
-            rmm_pool_size=args.rmm_pool_size,
-            rmm_async=args.rmm_async,
-            protocol=args.protocol,
-            host=args.host,
-            dashboard_address=(
-                f"{args.host}:0"
-                if args.dashboard_address is None
-                else None
-                if args.dashboard_address == "none"
-                else args.dashboard_address
-            ),
-            tls=args.tls,
-            require_gpu=True if args.require_gpu else None,
-            timeout=args.timeout,
-        )
+        kept = refuse_or_replace("start", args.replace, warn=_warn)
+        if kept is not None:
+            return kept.client
         print("Starting the Dask cluster…", flush=True)
-        session = ClusterSession.start(opts, warn=_warn)
-        _display(session.summary())
-        return session.client
+        session = ClusterSession.start(magic_args.start_options(args), warn=_warn)
+        return self._summarise(session)
 
-    def _cluster_attach(self, args: argparse.Namespace) -> Any:
-        from .cluster import ClusterSession, current
+    @_subcommand(magic_args.attach)
+    def _attach(self, args: argparse.Namespace) -> Any:
+        from .cluster import ClusterSession, refuse_or_replace
 
-        session = current()
-        if session is not None and session.alive and not args.replace:
-            print(
-                f"This kernel already has a cluster ({session.mode}, scheduler {session.address}); "
-                "nothing was changed. Use %gpu_cluster stop first, or attach --replace.",
-                file=sys.stderr,
-            )
-            return session.client
-        if session is not None:
-            session.close()
+        kept = refuse_or_replace("attach", args.replace, warn=_warn)
+        if kept is not None:
+            return kept.client
         session = ClusterSession.attach(
             args.address,
             args.scheduler_file,
@@ -529,49 +145,45 @@ class GpuDaskMagics(Magics):
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
         )
-        _display(session.summary())
+        return self._summarise(session)
+
+    def _summarise(self, session: ClusterSession) -> Any:
+        from . import cluster_tables
+
+        _display(cluster_tables.summary(session))
         return session.client
 
-    def _require_session(self) -> Any:
+    @_subcommand(magic_args.status)
+    def _status(self, args: argparse.Namespace) -> None:
+        from . import cluster_tables
         from .cluster import current
 
         session = current()
-        if session is None:
-            raise UsageError(
-                "this kernel has no cluster; start one with %gpu_cluster start "
-                "or connect with %gpu_cluster attach ADDRESS"
-            )
-        return session
+        try:
+            if session is None:
+                print(cluster_tables.no_cluster_text())
+            else:
+                _display(cluster_tables.status(session))
+        finally:
+            if args.verbose:  # also when the status fails: the error before it may say why
+                print(errors.last_report())
 
-    def _cluster_status(self, args: argparse.Namespace) -> None:
-        from .cluster import current
+    @_subcommand(magic_args.scale)
+    def _scale(self, args: argparse.Namespace) -> None:
+        from .cluster import require_current
 
-        session = current()
-        if session is None:
-            from . import nvml
-
-            state = nvml.status()
-            gpus = (
-                ", ".join(f"{d.label}: {d.name}" for d in nvml.devices())
-                if state.available
-                else f"none ({state.reason})"
-            )
-            print(f"No cluster in this kernel. GPUs on this machine: {gpus}.")
-            print("Start one with %gpu_cluster start, or %gpu_cluster attach ADDRESS.")
-            return
-        _display(session.status())
-
-    def _cluster_scale(self, args: argparse.Namespace) -> None:
-        session = self._require_session()
-        session.scale(args.n)
+        require_current().scale(args.n)
         print(f"{args.n} worker{'s' * (args.n != 1)} running.")
 
-    def _cluster_restart(self, args: argparse.Namespace) -> None:
-        session = self._require_session()
-        session.restart()
+    @_subcommand(magic_args.restart)
+    def _restart(self, args: argparse.Namespace) -> None:
+        from .cluster import require_current
+
+        require_current().restart()
         print("Workers restarted.")
 
-    def _cluster_stop(self, args: argparse.Namespace) -> None:
+    @_subcommand(magic_args.stop)
+    def _stop(self, args: argparse.Namespace) -> None:
         from .cluster import current
 
         session = current()
@@ -586,31 +198,50 @@ class GpuDaskMagics(Magics):
         else:
             print("Cluster stopped; its workers are gone.")
 
+    @_subcommand(magic_args.panel)
+    def _panel(self, args: argparse.Namespace) -> None:
+        from .widget import Panel
+
+        options: dict[str, Any] = {"processes": args.processes}
+        if args.interval is not None:
+            options["interval"] = args.interval
+        if args.history is not None:
+            options["history"] = args.history
+        _display(Panel(**options))
+
+    @_subcommand(magic_args.config)
+    def _config(self, args: argparse.Namespace) -> None:
+        from .table import Table
+
+        table = Table("gpudask options", ["option", "value", "meaning"])
+        for option in config.OPTIONS.values():
+            table.add(option.name, option.show(config.get(option.name)), option.doc)
+        table.notes.append(
+            "Set with %config GpuDaskMagics.<option_with_underscores> = value, or dask.config key "
+            "gpudask.<option> (YAML or DASK_GPUDASK__<OPTION> environment variables)."
+        )
+        _display(table)
+
     # -- %%to_gpu / %%to_cpu -----------------------------------------------------------------------
 
     @cell_magic
     def to_gpu(self, line: str, cell: str) -> None:
-        self._move(_to_gpu, "gpu", line, cell)
+        self._move(magic_args.to_gpu, "gpu", line, cell)
 
     @cell_magic
     def to_cpu(self, line: str, cell: str) -> None:
-        self._move(_to_cpu, "cpu", line, cell)
+        self._move(magic_args.to_cpu, "cpu", line, cell)
 
-    to_gpu.__doc__ = _to_gpu.__doc__
-    to_cpu.__doc__ = _to_cpu.__doc__
+    to_gpu.__doc__ = magic_args.to_gpu.__doc__
+    to_cpu.__doc__ = magic_args.to_cpu.__doc__
 
-    def _move(self, spec: Callable[[], None], direction: Direction, line: str, cell: str) -> None:
+    def _move(self, spec: magic_args.Spec, direction: Direction, line: str, cell: str) -> None:
         from .convert import convert_names, notice_once
         from .convert.namespace import Snapshot
 
-        parser = spec.parser  # type: ignore[attr-defined]
-        if {"-h", "--help"} & set(line.split()):
-            print(parser.format_help())
+        args = magic_args.parse(spec, line)
+        if args is None:
             return
-        try:
-            args = parser.parse_argstring(line)
-        except UsageError as err:
-            raise UsageError(f"{err}\n{usage(parser)}") from None
         device = getattr(args, "device", None)
         if device is not None:
             from .convert.availability import device_count
@@ -631,14 +262,10 @@ class GpuDaskMagics(Magics):
         else:
             names = before.changed(namespace)
         names = [name for name in names if name not in set(args.exclude)]
-        require = bool(getattr(args, "require_gpu", False)) or bool(config.get("require-gpu"))
+        asked = True if getattr(args, "require_gpu", False) else None  # %%to_cpu has no flag
         try:
             report, unavailable = convert_names(
-                namespace,
-                names,
-                direction,
-                device=device,
-                require_gpu=require,
+                namespace, names, direction, device=device, require_gpu=config.require_gpu(asked)
             )
         except GpuDaskError as err:
             raise _user_error(err) from None
@@ -648,25 +275,3 @@ class GpuDaskMagics(Magics):
                 _warn(message)
         if not args.quiet and (report.moved or report.skipped):
             _display(report.table())
-
-    def _cluster_panel(self, args: argparse.Namespace) -> None:
-        from .widget import Panel
-
-        options: dict[str, Any] = {"processes": args.processes}
-        if args.interval is not None:
-            options["interval"] = args.interval
-        if args.history is not None:
-            options["history"] = args.history
-        _display(Panel(**options))
-
-    def _cluster_config(self, args: argparse.Namespace) -> None:
-        from .table import Table
-
-        table = Table("gpudask options", ["option", "value", "meaning"])
-        for option in config.OPTIONS.values():
-            table.add(option.name, option.show(config.get(option.name)), option.doc)
-        table.notes.append(
-            "Set with %config GpuDaskMagics.<option_with_underscores> = value, or dask.config key "
-            "gpudask.<option> (YAML or DASK_GPUDASK__<OPTION> environment variables)."
-        )
-        _display(table)

@@ -6,9 +6,12 @@ library and, for GPU details, nvidia-ml-py; gpudask_jupyter need not be installe
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def bound_gpu() -> dict[str, Any]:
@@ -39,5 +42,6 @@ def bound_gpu() -> dict[str, Any]:
             "memory_total": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
         }
     except Exception as err:  # any NVML failure only loses the details
+        log.debug("no NVML details of the worker's GPU %s", first, exc_info=True)
         info["error"] = f"{type(err).__name__}: {err}"
     return info

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import stat
@@ -19,6 +20,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 PREFIX = "gpudask-kernel-"
@@ -98,7 +101,12 @@ def remove(kernel_id: str, directory: Path | None = None) -> None:
     path = path_for(kernel_id, directory)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
-    shutil.rmtree(path.with_name(f"{PREFIX}{kernel_id}-tls"), ignore_errors=True)
+    tls = path.with_name(f"{PREFIX}{kernel_id}-tls")
+    if tls.exists():
+        try:
+            shutil.rmtree(tls)
+        except OSError:
+            log.debug("removing the TLS folder %s failed", tls, exc_info=True)
 
 
 def is_private(info: os.stat_result) -> bool:
@@ -114,6 +122,7 @@ def _private_file(path: str) -> bool:
     try:
         return is_private(Path(path).stat())
     except OSError:
+        log.debug("registry TLS file %s is unreadable", path, exc_info=True)
         return False
 
 
@@ -135,16 +144,20 @@ def read_all(directory: Path | None = None) -> dict[str, Entry]:
         try:
             info = path.lstat()
             if not is_private(info):
+                log.debug("skipping %s: not a private file of this user", path)
                 continue
             raw = json.loads(path.read_text())
             entry = Entry(**{k: raw[k] for k in Entry.__dataclass_fields__ if k in raw})
         except (OSError, ValueError, TypeError):
+            log.debug("skipping %s: unreadable or not an entry", path, exc_info=True)
             continue
         if entry.version != SCHEMA_VERSION or not _alive(entry.pid):
+            log.debug("skipping %s: another version, or its kernel is gone", path)
             continue
         if entry.tls and not all(
             _private_file(entry.tls.get(k, "")) for k in ("ca_file", "cert_file", "key_file")
         ):
+            log.debug("skipping %s: its TLS files are missing or not private", path)
             continue
         found[entry.kernel_id] = entry
     return found

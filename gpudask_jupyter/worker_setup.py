@@ -9,11 +9,15 @@ processes exit when the pipe from their parent closes, whatever their group.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import os
 from typing import Any
 
+log = logging.getLogger(__name__)
+
 
 def dask_setup(worker: Any) -> None:
-    with contextlib.suppress(OSError):
+    try:
         os.setpgid(0, 0)
+    except OSError:  # not allowed here (a session leader): Ctrl+C may then reach the worker
+        log.debug("the worker stays in its parent's process group", exc_info=True)

@@ -90,7 +90,7 @@ def test_second_attach_refuses_until_replace(shell, dask_processes: DaskProcesse
     first = shell.run_line_magic("gpu_cluster", f"attach {dask_processes.address}")
     again = shell.run_line_magic("gpu_cluster", f"attach {dask_processes.address}")
     assert again is first
-    assert "already has a cluster" in capsys.readouterr().err
+    assert "already running" in capsys.readouterr().err
     replaced = shell.run_line_magic("gpu_cluster", f"attach --replace {dask_processes.address}")
     assert replaced is not first
 

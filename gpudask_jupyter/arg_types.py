@@ -1,0 +1,100 @@
+"""Argument types of the magics: each turns one word into a value, or raises
+``argparse.ArgumentTypeError`` with a sentence argparse shows as is (after the option's name).
+
+Sizes, durations, ``--gpus`` and the dashboard address are parsed by the modules that use them;
+these functions put that into argparse's terms and add the few forms only the magics take (a
+fraction of memory, a keyword such as ``auto``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from .cluster_options import parse_dashboard
+from .gpus import parse_spec
+from .units import parse_bytes, parse_seconds
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def worker_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of workers, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def gpu_list(text: str) -> list[int | str]:
+    try:
+        return parse_spec(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--gpus: ")) from None
+
+
+def size_or_fraction(*keywords: str) -> Callable[[str], int | float | str | None]:
+    def parse(text: str) -> int | float | str | None:
+        lowered = text.strip().lower()
+        if lowered in keywords:
+            return lowered
+        if lowered in {"none", "0"} and "none" in keywords:
+            return 0
+        try:
+            fraction = float(lowered)
+        except ValueError:
+            pass
+        else:
+            if 0 < fraction <= 1:
+                return fraction
+            if fraction <= 0:
+                raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+        try:
+            return parse_bytes(text)
+        except ValueError:
+            choices = ", ".join(k for k in keywords) + ", " if keywords else ""
+            raise argparse.ArgumentTypeError(
+                f"expected {choices}a size like 16GB or a fraction like 0.8, got {text!r}"
+            ) from None
+
+    return parse
+
+
+def seconds(text: str) -> float:
+    try:
+        return parse_seconds(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def dashboard_address(text: str) -> str:
+    try:
+        return parse_dashboard(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def variable_name(text: str) -> str:
+    if not text.isidentifier():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a variable name")
+    return text
+
+
+def gpu_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a GPU number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value

@@ -1,0 +1,176 @@
+"""The tables ``%gpu_cluster`` shows: what was started or attached, and the live figures.
+
+Both list the workers in the same order with the same leading columns and the same dashboard
+link and notes; they differ in what they say of each worker's GPU (which one, by UUID, in the
+summary; how busy and how full, in the status). A worker's GPU is known from asking the worker
+once (:func:`.probe.bound_gpu`, shipped by value so remote workers need not have this package) or,
+failing that, from what its heartbeats report.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from . import heartbeat, nvml, probe
+from .errors import ClusterError
+from .table import Table
+from .units import format_bytes
+
+if TYPE_CHECKING:
+    from .cluster import ClusterSession
+
+log = logging.getLogger(__name__)
+
+Workers = dict[str, dict[str, Any]]
+
+_MODE_TITLES = {"gpu": "GPU cluster", "cpu": "CPU cluster (no GPU)", "attached": "Attached cluster"}
+
+
+class GpuBindings:
+    """Which GPU each worker of one cluster is bound to, asked of each worker once."""
+
+    def __init__(self) -> None:
+        self._found: dict[str, dict[str, Any]] = {}
+
+    def ask(self, client: Any, addresses: list[str]) -> None:
+        """Ask the workers not asked yet; a worker that cannot answer is left to its heartbeat."""
+        missing = [a for a in addresses if a not in self._found]
+        if not missing:
+            return
+        import cloudpickle
+
+        cloudpickle.register_pickle_by_value(probe)
+        try:
+            found = client.run(probe.bound_gpu, workers=missing, on_error="return")
+        except Exception:
+            log.debug("asking workers %s for their GPU failed", missing, exc_info=True)
+            return
+        finally:
+            cloudpickle.unregister_pickle_by_value(probe)
+        for address, result in found.items():
+            if isinstance(result, dict):
+                self._found[address] = result
+            else:
+                log.debug("worker %s did not say which GPU it has: %r", address, result)
+
+    def describe(self, address: str, identity: dict[str, Any]) -> tuple[str, str, int | None]:
+        """(name, uuid, total memory) of a worker's GPU, from its answer or its heartbeat."""
+        found = (self._found.get(address) or {}).get("gpu")
+        if found:
+            return found["name"], found["uuid"], found["memory_total"]
+        beat = heartbeat.reported_gpu(identity)
+        if beat is not None:
+            return beat.name or "GPU", "", beat.memory_total
+        return "", "", None
+
+
+def summary(session: ClusterSession) -> Table:
+    """What was started or attached to: each worker and its GPU, and the dashboard link."""
+    workers = _workers(session)
+    n = len(workers)
+    if session.mode == "gpu":
+        title = f"GPU Dask cluster: {n} worker{'s' * (n != 1)}, one per GPU"
+    elif session.mode == "cpu":
+        title = f"CPU Dask cluster (no GPU): {n} worker{'s' * (n != 1)}"
+    else:
+        title = f"Attached to {session.address}: {n} worker{'s' * (n != 1)}"
+    gpu_columns = ["GPU", "UUID", "GPU memory"] if session.mode != "cpu" else []
+    table = Table(title, ["worker", "host", *gpu_columns, "threads", "memory limit"])
+    for address, identity in workers.items():
+        gpu_cells: list[object] = []
+        if gpu_columns:
+            name, uuid, total = session.gpu_bindings.describe(address, identity)
+            gpu_cells = [
+                name or "–",
+                _short_uuid(uuid) if uuid else "–",
+                format_bytes(total) if total else "–",
+            ]
+        limit = identity.get("memory_limit")
+        table.add(
+            *_worker_cells(address, identity),
+            *gpu_cells,
+            identity.get("nthreads", "–"),
+            format_bytes(limit) if limit else "none",
+        )
+    return _with_links_and_notes(table, session, f"scheduler: {session.address}")
+
+
+def status(session: ClusterSession) -> Table:
+    """Live figures per worker: GPU use, host memory and tasks."""
+    if not session.alive:
+        raise ClusterError(
+            f"The cluster at {session.address} is no longer reachable (its client was closed or "
+            "the scheduler went away). Run %gpu_cluster stop, then start or attach again."
+        )
+    workers = _workers(session)
+    n = len(workers)
+    gpu_columns = ["GPU", "GPU util", "GPU memory"] if session.mode != "cpu" else []
+    table = Table(
+        f"{_MODE_TITLES[session.mode]} at {session.address}: {n} worker{'s' * (n != 1)}",
+        ["worker", "host", *gpu_columns, "host memory", "threads", "tasks running / ready / held"],
+    )
+    for address, identity in workers.items():
+        metrics = identity.get("metrics") or {}
+        gpu_cells = _gpu_use(session, address, identity) if gpu_columns else []
+        host_memory = format_bytes(metrics.get("memory"))
+        if identity.get("memory_limit"):
+            host_memory += f" / {format_bytes(identity['memory_limit'])}"
+        table.add(
+            *_worker_cells(address, identity),
+            *gpu_cells,
+            host_memory,
+            identity.get("nthreads", "–"),
+            " / ".join(str(metrics.get(k, 0)) for k in ("executing", "ready", "in_memory")),
+        )
+    return _with_links_and_notes(table, session)
+
+
+def no_cluster_text() -> str:
+    """What ``status`` says in a kernel without a cluster: this machine's GPUs, and how to start."""
+    state = nvml.status()
+    found = (
+        ", ".join(f"{d.label}: {d.name}" for d in nvml.devices())
+        if state.available
+        else f"none ({state.reason})"
+    )
+    return (
+        f"No cluster in this kernel. GPUs on this machine: {found}.\n"
+        "Start one with %gpu_cluster start, or %gpu_cluster attach ADDRESS."
+    )
+
+
+def _workers(session: ClusterSession) -> Workers:
+    """The workers by name, with their GPUs asked for unless the cluster has none."""
+    workers = session.workers()
+    if session.mode != "cpu":
+        session.gpu_bindings.ask(session.client, list(workers))
+    return dict(sorted(workers.items(), key=lambda item: str(item[1].get("name"))))
+
+
+def _worker_cells(address: str, identity: dict[str, Any]) -> list[object]:
+    return [identity.get("name", address), identity.get("host", "")]
+
+
+def _gpu_use(session: ClusterSession, address: str, identity: dict[str, Any]) -> list[object]:
+    name, _, total = session.gpu_bindings.describe(address, identity)
+    beat = heartbeat.reported_gpu(identity)
+    util = f"{beat.utilization:.0f}%" if beat and beat.utilization is not None else "–"
+    used = beat.memory_used if beat else None
+    total = (beat.memory_total if beat else None) or total
+    memory = f"{format_bytes(used)} / {format_bytes(total)}" if used is not None and total else "–"
+    return [name or "–", util, memory]
+
+
+def _with_links_and_notes(table: Table, session: ClusterSession, *notes: str) -> Table:
+    link = session.dashboard_link
+    if link:
+        table.links.append(("dashboard", link))
+    table.notes.extend(notes)
+    if session.mode == "cpu":
+        table.notes.append(f"no GPU: {session.cpu_reason}")
+    return table
+
+
+def _short_uuid(uuid: str) -> str:
+    return uuid if len(uuid) <= 16 else uuid[:12] + "…"

@@ -1,0 +1,339 @@
+"""What the magics accept: one parser per ``%gpu_cluster`` subcommand and per cell magic.
+
+Each parser is declared with IPython's ``magic_arguments`` decorators on a stub whose docstring is
+the subcommand's help, so ``%gpu_cluster?`` (every usage, built by :func:`gpu_cluster_doc`) and
+``%gpu_cluster SUB --help`` always show what is really parsed. The argument types are in
+:mod:`.arg_types`; :func:`parse` turns any bad input into IPython's ``UsageError`` with the usage
+line, before anything starts. Defaults that the cluster also knows are read from
+:mod:`.cluster_options`, so each lives once.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from IPython.core import magic_arguments as ma
+from IPython.core.error import UsageError
+
+from . import arg_types
+from .cluster_options import ATTACH_TIMEOUT, StartOptions
+
+#: a parser declaration: a stub function carrying ``magic_arguments``' parser
+Spec = Callable[[], None]
+
+# -- %gpu_cluster: one parser per subcommand -------------------------------------------------------
+
+
+@ma.magic_arguments(name="gpu_cluster start")
+@ma.argument(
+    "--gpus",
+    type=arg_types.gpu_list,
+    metavar="LIST",
+    help="GPUs for the workers: indices as nvidia-smi shows them or GPU-/MIG- UUIDs, "
+    "comma-separated (default: every GPU this kernel may use)",
+)
+@ma.argument(
+    "--n-workers",
+    type=arg_types.positive_int,
+    metavar="N",
+    help="number of workers (GPU: the first N selected GPUs; CPU fallback: N processes)",
+)
+@ma.argument(
+    "--threads-per-worker",
+    type=arg_types.positive_int,
+    metavar="N",
+    help="threads per worker (default 1 with GPUs)",
+)
+@ma.argument(
+    "--memory-limit",
+    type=arg_types.size_or_fraction("auto", "none"),
+    metavar="SIZE",
+    help="host memory per worker before spilling to disk: 16GB, 0.25 (of RAM), auto, none",
+)
+@ma.argument(
+    "--device-memory-limit",
+    type=arg_types.size_or_fraction("auto", "default", "none"),
+    metavar="SIZE",
+    help="GPU memory per worker before spilling to host: 60GB, 0.8 (of the GPU), default, none",
+)
+@ma.argument(
+    "--rmm-pool-size",
+    type=arg_types.size_or_fraction(),
+    metavar="SIZE",
+    help="pre-allocate an RMM memory pool of this size on each GPU: 40GB or 0.5",
+)
+@ma.argument(
+    "--rmm-async",
+    action="store_true",
+    help="use RMM's asynchronous (cudaMallocAsync) allocator on each GPU",
+)
+@ma.argument(
+    "--protocol",
+    choices=["tcp", "ucx"],
+    default=StartOptions.protocol,
+    help="communication between workers (ucx needs distributed-ucxx)",
+)
+@ma.argument(
+    "--host",
+    default=StartOptions.host,
+    help=f"address the scheduler and workers listen on (default {StartOptions.host}: "
+    "this machine only)",
+)
+@ma.argument(
+    "--dashboard-address",
+    type=arg_types.dashboard_address,
+    metavar="ADDR",
+    help="dashboard HOST:PORT, PORT, or none (default: a free port on --host)",
+)
+@ma.argument(
+    "--tls",
+    action="store_true",
+    help="encrypt and authenticate all cluster traffic with fresh TLS certificates",
+)
+@ma.argument(
+    "--require-gpu",
+    action="store_true",
+    help="fail instead of starting a CPU cluster when no GPU is usable",
+)
+@ma.argument(
+    "--timeout",
+    type=arg_types.seconds,
+    metavar="SECONDS",
+    help="how long to wait for the workers (default: option startup-timeout)",
+)
+@ma.argument(
+    "--replace",
+    action="store_true",
+    help="stop the kernel's current cluster first instead of refusing to start a second",
+)
+def start() -> None:
+    """Start a local Dask cluster with one worker per GPU (dask-cuda's LocalCUDACluster).
+
+    Returns the Client and makes it the default, so ``client = %gpu_cluster start`` works.
+    Without a usable GPU a CPU LocalCluster starts instead, with a warning.
+    """
+
+
+def start_options(args: argparse.Namespace) -> StartOptions:
+    """What ``start`` was asked for, from its parsed arguments."""
+    return StartOptions(
+        gpus=args.gpus,
+        n_workers=args.n_workers,
+        threads_per_worker=args.threads_per_worker,
+        memory_limit=args.memory_limit,
+        device_memory_limit=args.device_memory_limit,
+        rmm_pool_size=args.rmm_pool_size,
+        rmm_async=args.rmm_async,
+        protocol=args.protocol,
+        host=args.host,
+        dashboard_address=args.dashboard_address,
+        tls=args.tls,
+        require_gpu=True if args.require_gpu else None,
+        timeout=args.timeout,
+    )
+
+
+@ma.magic_arguments(name="gpu_cluster attach")
+@ma.argument("address", nargs="?", help="scheduler address, e.g. tcp://10.0.0.5:8786")
+@ma.argument("--scheduler-file", metavar="FILE", help="scheduler file written by dask scheduler")
+@ma.argument(
+    "--timeout",
+    type=arg_types.seconds,
+    default=ATTACH_TIMEOUT,
+    metavar="SECONDS",
+    help=f"give up connecting after this long (default {ATTACH_TIMEOUT:g}s)",
+)
+@ma.argument("--tls-ca-file", metavar="FILE", help="CA certificate for a TLS scheduler")
+@ma.argument("--tls-cert", metavar="FILE", help="client certificate for a TLS scheduler")
+@ma.argument("--tls-key", metavar="FILE", help="client private key for a TLS scheduler")
+@ma.argument("--replace", action="store_true", help="leave the kernel's current cluster first")
+def attach() -> None:
+    """Connect to an existing Dask scheduler, e.g. a multi-node cluster of `dask cuda worker`s.
+
+    Returns the Client and makes it the default. `stop` later only disconnects.
+    """
+
+
+@ma.magic_arguments(name="gpu_cluster status")
+@ma.argument(
+    "-v",
+    "--verbose",
+    action="store_true",
+    help="also print the full traceback of the last gpudask error, for a bug report",
+)
+def status() -> None:
+    """Workers, hosts, GPUs, memory and tasks of the kernel's cluster (also: bare %gpu_cluster)."""
+
+
+@ma.magic_arguments(name="gpu_cluster scale")
+@ma.argument(
+    "n", type=arg_types.worker_count, help="number of workers wanted (at most one per selected GPU)"
+)
+def scale() -> None:
+    """Change the number of workers of a cluster this kernel started."""
+
+
+@ma.magic_arguments(name="gpu_cluster restart")
+def restart() -> None:
+    """Restart every worker, freeing their host and GPU memory; the cluster stays."""
+
+
+@ma.magic_arguments(name="gpu_cluster stop")
+def stop() -> None:
+    """Close the cluster this kernel started (no worker process is left), or detach from an
+    attached one (which keeps running)."""
+
+
+@ma.magic_arguments(name="gpu_cluster panel")
+@ma.argument(
+    "--interval",
+    type=arg_types.seconds,
+    metavar="SECONDS",
+    help="seconds between samples, 0.25–10 (default: option refresh-interval)",
+)
+@ma.argument(
+    "--history",
+    type=arg_types.seconds,
+    metavar="SECONDS",
+    help="seconds of history to show, 10–3600 (default: option history)",
+)
+@ma.argument(
+    "--processes",
+    action="store_true",
+    help="also list your GPU processes (other users' only as a count)",
+)
+def panel() -> None:
+    """Show the live panel: every GPU's utilisation and memory, the task stream and progress.
+
+    Same as ``gpudask_jupyter.Panel()``. Sampling runs on a background thread of the kernel.
+    """
+
+
+@ma.magic_arguments(name="gpu_cluster config")
+def config() -> None:
+    """Show every gpudask option, its value in effect and where to set it."""
+
+
+SUBCOMMANDS: dict[str, Spec] = {
+    "start": start,
+    "attach": attach,
+    "status": status,
+    "scale": scale,
+    "restart": restart,
+    "stop": stop,
+    "panel": panel,
+    "config": config,
+}
+
+# -- %%to_gpu / %%to_cpu ---------------------------------------------------------------------------
+
+# the arguments both cell magics take (one decorator object may decorate several parsers)
+_NAMES = ma.argument(
+    "names",
+    nargs="*",
+    type=arg_types.variable_name,
+    metavar="NAME",
+    help="variables to move (default: every name the cell created or re-bound)",
+)
+_EXCLUDE = ma.argument(
+    "--exclude",
+    nargs="+",
+    type=arg_types.variable_name,
+    default=[],
+    action="extend",
+    metavar="NAME",
+    help="variables to leave where they are",
+)
+_QUIET = ma.argument("-q", "--quiet", action="store_true", help="no summary table")
+
+
+@ma.magic_arguments(name="%to_gpu")
+@_NAMES
+@_EXCLUDE
+@ma.argument(
+    "--device",
+    type=arg_types.gpu_number,
+    metavar="N",
+    help="GPU to move to (default: the current one)",
+)
+@_QUIET
+@ma.argument(
+    "--require-gpu",
+    action="store_true",
+    help="fail instead of leaving data on the host when no GPU is usable",
+)
+def to_gpu() -> None:
+    """Run the cell, then move the pandas / NumPy / Dask objects it created onto the GPU.
+
+    pandas → cuDF, NumPy → CuPy, Dask DataFrame / Array → cuDF- / CuPy-backed (lazily). Either
+    every name is moved or none is: if one fails, all keep their original objects.
+    """
+
+
+@ma.magic_arguments(name="%to_cpu")
+@_NAMES
+@_EXCLUDE
+@_QUIET
+def to_cpu() -> None:
+    """Run the cell, then move the cuDF / CuPy / GPU-backed Dask objects it created to the host.
+
+    cuDF → pandas, CuPy → NumPy, GPU-backed Dask collections → pandas- / NumPy-backed. Either
+    every name is moved or none is.
+    """
+
+
+# -- parsing ---------------------------------------------------------------------------------------
+
+
+def parser_of(spec: Spec) -> argparse.ArgumentParser:
+    return spec.parser  # type: ignore[attr-defined,no-any-return]
+
+
+def parse(spec: Spec, line: str) -> argparse.Namespace | None:
+    """Parse one magic's arguments; None after printing ``--help``."""
+    parser = parser_of(spec)
+    if {"-h", "--help"} & set(line.split()):
+        print(parser.format_help())
+        return None
+    try:
+        return parser.parse_argstring(line)  # type: ignore[attr-defined,no-any-return]
+    except UsageError as err:
+        raise UsageError(f"{err}\n{usage(parser)}") from None
+
+
+def usage(parser: argparse.ArgumentParser) -> str:
+    """The one-line usage, without the reST markup IPython's help formatter adds."""
+    text = parser.format_usage().strip().removeprefix("::").strip()
+    return "usage: " + " ".join(text.split())
+
+
+def unknown_subcommand(sub: str) -> UsageError:
+    return UsageError(
+        f"unknown subcommand {sub!r}; choose one of {', '.join(SUBCOMMANDS)}\n"
+        "usage: %gpu_cluster {" + ",".join(SUBCOMMANDS) + "} [options]"
+    )
+
+
+def gpu_cluster_doc() -> str:
+    """``%gpu_cluster``'s docstring: how to call it, examples, and every subcommand's usage."""
+    parts = [
+        "Start, attach to and manage this kernel's Dask cluster (one worker per GPU).",
+        "",
+        "    %gpu_cluster SUBCOMMAND [options]     (bare %gpu_cluster = status)",
+        "    %gpu_cluster SUBCOMMAND --help        (one subcommand's options)",
+        "",
+        "Examples::",
+        "",
+        "    client = %gpu_cluster start",
+        "    %gpu_cluster start --gpus 0,1 --rmm-pool-size 0.5",
+        "    %gpu_cluster attach tcp://10.0.0.5:8786",
+        "    %gpu_cluster scale 1",
+        "    %gpu_cluster panel",
+        "    %gpu_cluster status --verbose",
+        "    %gpu_cluster stop",
+        "",
+    ]
+    for spec in SUBCOMMANDS.values():
+        parts.append(parser_of(spec).format_help())
+    return "\n".join(parts)
