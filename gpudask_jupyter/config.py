@@ -42,6 +42,20 @@ class Option:
     default: Any
     parse: Callable[[Any], Any]
     doc: str
+    limits: tuple[float, float] | None = None
+    """Values outside are clamped to this range (the panel's interval and history)."""
+
+    @property
+    def default_value(self) -> Any:
+        """The default, parsed (``"5min"`` is 300.0)."""
+        return self.parse(self.default)
+
+    def clamp(self, value: float) -> float:
+        """``value`` within :attr:`limits` (an option without limits: unchanged)."""
+        if self.limits is None:
+            return float(value)
+        low, high = self.limits
+        return min(high, max(low, float(value)))
 
     def show(self, value: Any) -> str:
         """A parsed value written the way a user would type it."""
@@ -55,6 +69,12 @@ class Option:
     def attr(self) -> str:
         """The spelling for ``%config GpuDaskMagics.<attr>``."""
         return self.name.replace("-", "_")
+
+
+def _clamped_seconds(name: str, default: str, doc: str, limits: tuple[float, float]) -> Option:
+    """A duration option whose values are clamped; its documentation states the range."""
+    low, high = limits
+    return Option(name, default, parse_seconds, f"{doc}; clamped to {low:g}–{high:g}.", limits)
 
 
 OPTIONS: dict[str, Option] = {
@@ -101,17 +121,17 @@ OPTIONS: dict[str, Option] = {
             "Host threads that fill and drain the pinned buffers; 0 picks all but two of the "
             "cores the kernel may use (2 to 16).",
         ),
-        Option(
+        _clamped_seconds(
             "refresh-interval",
             "1s",
-            parse_seconds,
-            "Seconds between panel and sidebar samples; clamped to 0.25–10.",
+            "Seconds between panel and sidebar samples",
+            (0.25, 10.0),
         ),
-        Option(
+        _clamped_seconds(
             "history",
             "5min",
-            parse_seconds,
-            "Seconds of GPU history and task stream the panel keeps; clamped to 10–3600.",
+            "Seconds of GPU history and task stream the panel keeps",
+            (10.0, 3600.0),
         ),
     ]
 }

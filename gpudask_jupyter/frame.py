@@ -9,48 +9,93 @@ samples and task rectangles newer than the cursor). Lists that are small and cha
 Times are seconds since the epoch on the monitoring host's clock; task start/stop times are
 the workers' clocks (the same clock for a local cluster). ``VERSION`` changes with any
 incompatible change; the view refuses frames of another version with a message.
+
+This module is the one description of the Frame: ``scripts/generate_frame_ts.py`` writes the
+TypeScript types and constants from it (``labextension/src/view/frame.generated.ts``), and
+``tests/test_frame_schema.py`` fails when that file is not what the script would write. The
+docstrings under the fields become the TypeScript comments.
 """
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from dataclasses import dataclass, fields
+from typing import Any, Literal, TypedDict
+
+from . import config
 
 VERSION = 1
 
-#: order of the per-device values in a sample
-SAMPLE_FIELDS = (
-    "utilization",  # percent, or null
-    "memory_used",  # bytes, or null
-    "temperature",  # degrees C, or null
-    "power",  # watts, or null
-    "pcie_tx",  # bytes/s device→host, or null (sampled every few seconds only)
-    "pcie_rx",  # bytes/s host→device, or null
-)
+
+@dataclass(frozen=True, slots=True)
+class DeviceReading:
+    """One device's values in a sample, by name; on the wire a list in this field order, which
+    is the order of the view's ``SAMPLE_FIELDS``. ``None`` where the device does not report it."""
+
+    utilization: float | None = None
+    """Percent."""
+    memory_used: int | None = None
+    """Bytes."""
+    temperature: float | None = None
+    """Degrees C."""
+    power: float | None = None
+    """Watts."""
+    pcie_tx: int | None = None
+    """Bytes/s device to host (sampled every few seconds only)."""
+    pcie_rx: int | None = None
+    """Bytes/s host to device (sampled every few seconds only)."""
+
+    def values(self) -> DeviceValues:
+        """The wire form: the values in field order."""
+        return [getattr(self, name) for name in SAMPLE_FIELDS]
+
+    @classmethod
+    def from_values(cls, values: DeviceValues) -> DeviceReading:
+        """A reading back from its wire form (what a frame's sample holds)."""
+        named: dict[str, Any] = dict(zip(SAMPLE_FIELDS, values, strict=True))
+        return cls(**named)
+
+
+#: the wire order of a device's values in a sample
+SAMPLE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(DeviceReading))
+
+DeviceValues = list[float | None]
+"""One device's values in a sample: DeviceReading's fields, in their order."""
 
 
 class NvmlInfo(TypedDict):
     available: bool
-    reason: str  # why not available, in words ("" when available)
+    reason: str
+    """Why not available, in words ("" when available)."""
     driver: str | None
 
 
 class DeviceInfo(TypedDict):
-    id: str  # the key of this device in samples: a GPU/MIG UUID, or "worker:<address>"
-    label: str  # "0", "0:1" (MIG), or the worker's name for a GPU seen through heartbeats
-    name: str  # "NVIDIA H200", shown as text
-    host: str  # "" for this machine, else the worker's host
+    id: str
+    """The key of this device in samples: a GPU/MIG UUID, or "worker:<address>"."""
+    label: str
+    """The device's title: "0", "0:1" (MIG), or the worker's name for a GPU seen through
+    heartbeats."""
+    name: str
+    """The model, e.g. "NVIDIA H200": user-visible text."""
+    host: str
+    """The worker's host; empty for this machine."""
     mig: bool
     memory_total: int | None
-    power_limit: float | None  # watts
+    power_limit: float | None
+    """Watts."""
 
 
 class Sample(TypedDict):
     t: float
-    values: dict[str, list[float | None]]  # device id -> values in SAMPLE_FIELDS order
+    values: dict[str, DeviceValues]
+    """Device id -> values in SAMPLE_FIELDS order."""
 
 
 class WorkerGpu(TypedDict):
-    device: str | None  # device id in ``devices`` (local UUID or "worker:<address>")
+    """A worker's GPU as its heartbeats report it."""
+
+    device: str | None
+    """Device id in the frame's devices (local UUID or "worker:<address>")."""
     name: str | None
     utilization: float | None
     memory_used: int | None
@@ -62,7 +107,8 @@ class WorkerInfo(TypedDict):
     name: str
     host: str
     nthreads: int
-    memory: int | None  # host memory used, bytes
+    memory: int | None
+    """Host memory used, bytes."""
     memory_limit: int | None
     executing: int
     ready: int
@@ -71,53 +117,71 @@ class WorkerInfo(TypedDict):
 
 
 Action = Literal["compute", "transfer", "disk-read", "disk-write", "deserialize"]
+"""What a worker thread did during a task-stream rectangle."""
 
 
 class TaskRect(TypedDict):
-    worker: str  # worker address
-    thread: int  # the worker thread's id (lanes: one per worker thread)
+    worker: str
+    """Worker address."""
+    thread: int
+    """The worker thread's id: one lane per (worker, thread)."""
     start: float
     stop: float
     action: Action
-    key: str  # the task key as text (user-controlled: always shown through textContent)
-    prefix: str  # the key's prefix, e.g. "read_parquet"
-    color: str  # "#rrggbb": by prefix for compute; fixed for transfer/disk/deserialize
+    key: str
+    """The task key as text: user-controlled, only ever shown through textContent."""
+    prefix: str
+    """The key's prefix, e.g. "read_parquet"."""
+    color: str
+    """As "#rrggbb": by prefix for compute; fixed for transfer/disk/deserialize."""
     error: bool
 
 
 class PrefixProgress(TypedDict):
     prefix: str
     total: int
-    done: int  # in memory, released or forgotten after running
+    done: int
+    """In memory, released or forgotten after running."""
     processing: int
     erred: int
 
 
+ClusterState = Literal["running", "closed", "unreachable"]
+"""Whether the monitor reaches the cluster's scheduler."""
+
+
 class ClusterInfo(TypedDict):
-    state: Literal["running", "closed", "unreachable"]
-    mode: str  # "gpu", "cpu" or "attached"
+    state: ClusterState
+    mode: str
+    """One of "gpu", "cpu" or "attached"."""
     address: str
     dashboard: str | None
-    message: str  # why closed/unreachable, in words ("" when running)
+    message: str
+    """Why closed/unreachable, in words ("" when running)."""
 
 
-class GpuProcess(TypedDict):
+class ProcessInfo(TypedDict):
+    """A compute process of the current user on one device."""
+
     device: str
     pid: int
     memory: int | None
 
 
 class Processes(TypedDict):
-    own: list[GpuProcess]
-    others: int  # processes of other users: only counted
+    own: list[ProcessInfo]
+    others: int
+    """Processes of other users: only counted."""
 
 
 class Frame(TypedDict):
     version: int
     kind: Literal["snapshot", "delta"]
     time: float
-    interval: float  # seconds between samples now
-    history: float  # seconds of history the monitor keeps
+    interval: float
+    """Seconds between samples now."""
+    history: float
+    """Seconds of history the monitor keeps."""
     nvml: NvmlInfo
     devices: list[DeviceInfo]
     samples: list[Sample]
@@ -129,15 +193,22 @@ class Frame(TypedDict):
     messages: list[str]
 
 
-INTERVAL_RANGE = (0.25, 10.0)
-HISTORY_RANGE = (10.0, 3600.0)
+def _limits(option: str) -> tuple[float, float]:
+    limits = config.OPTIONS[option].limits
+    assert limits is not None, option
+    return limits
+
+
+#: the ranges and defaults are the options' (config.OPTIONS), written nowhere else
+INTERVAL_RANGE = _limits("refresh-interval")
+HISTORY_RANGE = _limits("history")
+DEFAULT_INTERVAL: float = config.OPTIONS["refresh-interval"].default_value
+DEFAULT_HISTORY: float = config.OPTIONS["history"].default_value
 
 
 def clamp_interval(seconds: float) -> float:
-    low, high = INTERVAL_RANGE
-    return min(high, max(low, float(seconds)))
+    return config.OPTIONS["refresh-interval"].clamp(seconds)
 
 
 def clamp_history(seconds: float) -> float:
-    low, high = HISTORY_RANGE
-    return min(high, max(low, float(seconds)))
+    return config.OPTIONS["history"].clamp(seconds)

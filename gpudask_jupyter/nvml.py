@@ -10,12 +10,15 @@ user can act on; nothing here raises for a missing GPU.
 from __future__ import annotations
 
 import enum
+import logging
 import os
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from . import config
+
+log = logging.getLogger(__name__)
 
 
 class NvmlState(enum.Enum):
@@ -130,6 +133,7 @@ def _init_locked() -> None:
     try:
         import pynvml
     except ImportError:
+        log.debug("nvidia-ml-py is not importable", exc_info=True)
         _status = NvmlStatus(
             NvmlState.NO_PYNVML,
             "the nvidia-ml-py package is not installed (pip install nvidia-ml-py)",
@@ -139,16 +143,19 @@ def _init_locked() -> None:
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as err:
+        log.debug("nvmlInit failed", exc_info=True)
         state, reason = describe_error(err)
         _status = NvmlStatus(state, reason)
         return
     try:
         driver = _text(pynvml.nvmlSystemGetDriverVersion())
     except pynvml.NVMLError:
+        log.debug("NVML does not report the driver version", exc_info=True)
         driver = None
     try:
         _handles = _enumerate(pynvml)
     except pynvml.NVMLError as err:
+        log.debug("NVML could not list the GPUs", exc_info=True)
         _status = NvmlStatus(NvmlState.ERROR, f"NVML could not list the GPUs: {err}", driver)
         return
     if not _handles:
@@ -210,7 +217,7 @@ def reset() -> None:
             try:
                 _pynvml.nvmlShutdown()
             except _pynvml.NVMLError:
-                pass
+                log.debug("nvmlShutdown failed", exc_info=True)
         _owner_pid = None
 
 
@@ -221,6 +228,8 @@ def devices() -> list[Device]:
 
 
 def _call(fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, or None where the device does not report it (a MIG instance has no
+    temperature, some boards no power reading): a normal answer each tick, so not logged."""
     try:
         return fn(*args)
     except _pynvml.NVMLError:

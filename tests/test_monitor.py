@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from gpudask_jupyter import nvml
-from gpudask_jupyter.monitor import Monitor, Source
+from gpudask_jupyter.monitor import Cursor, Monitor, Source
 from gpudask_jupyter.taskstream import SeqBuffer
 
 
@@ -206,3 +207,70 @@ def test_interval_and_history_are_clamped() -> None:
         assert monitor.history == 3600
     finally:
         monitor.unsubscribe(token)
+
+
+def test_a_failing_consumer_is_logged_and_the_others_still_get_frames(caplog) -> None:
+    monitor = Monitor(lambda: {})
+    seen: list[str] = []
+
+    def broken() -> None:
+        raise RuntimeError("view gone")
+
+    caplog.set_level(logging.DEBUG, logger="gpudask_jupyter.monitor")
+    first = monitor.subscribe(broken, interval=0.25)
+    second = monitor.subscribe(lambda: seen.append("frame"), interval=0.25)
+    try:
+        deadline = time.monotonic() + 10
+        while len(seen) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(seen) >= 2
+    finally:
+        monitor.unsubscribe(first)
+        monitor.unsubscribe(second)
+    failed = [r for r in caplog.records if "callback failed" in r.getMessage()]
+    assert failed and failed[0].exc_info is not None
+
+
+def test_a_failing_tick_is_logged_and_said_in_the_frames(caplog) -> None:
+    def sources() -> dict[str, Source]:
+        raise OSError("registry unreadable")
+
+    monitor = Monitor(sources)
+    caplog.set_level(logging.DEBUG, logger="gpudask_jupyter.monitor")
+    token = monitor.subscribe(lambda: None, interval=0.25)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            frame, _ = monitor.frame("c")
+            if frame["messages"]:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        monitor.unsubscribe(token)
+    assert frame["messages"] == ["monitor error: OSError: registry unreadable"]
+    failed = [r for r in caplog.records if "tick failed" in r.getMessage()]
+    assert failed[0].levelno == logging.WARNING and failed[0].exc_info is not None
+
+
+def test_deltas_follow_the_cursor_and_a_foreign_cursor_gets_a_snapshot() -> None:
+    monitor = Monitor(lambda: {})
+    monitor.tick()
+    snapshot, cursor = monitor.frame("kernel")
+    assert snapshot["kind"] == "snapshot" and len(snapshot["samples"]) == 1
+    monitor.tick()
+    delta, after = monitor.frame("kernel", cursor)
+    assert delta["kind"] == "delta" and len(delta["samples"]) == 1
+    assert after.samples == cursor.samples + 1
+    future = Cursor(samples=after.samples + 100, tasks=0, epoch=0)  # a restarted monitor's
+    assert monitor.frame("kernel", future)[0]["kind"] == "snapshot"
+    other_cluster = Cursor(samples=after.samples, tasks=0, epoch=7)
+    assert monitor.frame("kernel", other_cluster)[0]["kind"] == "snapshot"
+
+
+def test_the_kernel_monitor_follows_no_cluster_until_one_is_started() -> None:
+    from gpudask_jupyter import cluster
+    from gpudask_jupyter.widget import shared_monitor
+
+    assert cluster.current() is None
+    assert shared_monitor.kernel_sources() == {}

@@ -14,7 +14,7 @@ from jupyter_server.auth.authorizer import Authorizer
 from tornado.httpclient import HTTPClientError
 
 from gpudask_jupyter import registry
-from gpudask_jupyter.server import handlers, sampler
+from gpudask_jupyter.server import handlers, registry_monitor
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -42,7 +42,7 @@ def jp_server_config(request: pytest.FixtureRequest) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def _stop_sampler() -> Iterator[None]:
     yield
-    sampler.shutdown()
+    registry_monitor.stop_server_monitor()
 
 
 async def _get(jp_fetch: Any, route: str, **params: str) -> dict[str, Any]:
@@ -61,7 +61,7 @@ async def test_frame_without_cluster_says_why(jp_fetch) -> None:
 
 async def test_interval_is_clamped(jp_fetch) -> None:
     await _get(jp_fetch, "frame", kernel="", interval="0.001")
-    monitor, _ = sampler.get()
+    monitor = registry_monitor.server_monitor()
     assert monitor.interval == 0.25
     await _get(jp_fetch, "frame", kernel="", interval="1000")
     assert max(v[0] for v in monitor.requests.values()) == 10
@@ -69,12 +69,26 @@ async def test_interval_is_clamped(jp_fetch) -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{"kernel": "../../etc/passwd"}, {"cursor": "x"}, {"interval": "fast"}, {"kernel": "a" * 200}],
+    [
+        {"kernel": "../../etc/passwd"},
+        {"cursor": "x"},
+        {"cursor": ".."},
+        {"cursor": "1.2"},
+        {"interval": "fast"},
+        {"kernel": "a" * 200},
+    ],
 )
 async def test_bad_parameters_are_refused(jp_fetch, params: dict[str, str]) -> None:
     with pytest.raises(HTTPClientError) as info:
         await jp_fetch("gpudask", "api", "frame", params=params)
     assert info.value.code == 400
+
+
+async def test_a_cursor_from_another_monitor_gets_a_snapshot(jp_fetch) -> None:
+    body = await _get(jp_fetch, "frame", kernel="abc-123", cursor="999999.0.5", interval="1")
+    assert body["frame"]["kind"] == "snapshot"
+    body = await _get(jp_fetch, "frame", kernel="abc-123", cursor=body["cursor"], interval="1")
+    assert body["frame"]["kind"] == "delta"
 
 
 async def test_every_route_refuses_unauthenticated_requests(

@@ -13,10 +13,10 @@ from tornado.ioloop import IOLoop
 from tornado.web import HTTPError, authenticated
 
 from ..frame import clamp_interval
-from . import sampler
+from ..monitor import BadCursor, Cursor
+from .registry_monitor import registry_sources, server_monitor
 
 _KERNEL_ID = re.compile(r"^[A-Za-z0-9_-]{0,128}$")
-_CURSOR = re.compile(r"^[0-9]{0,18}\.[0-9]{0,18}\.[0-9]{0,18}$|^$")
 
 
 class _Handler(APIHandler):  # type: ignore[misc]
@@ -36,19 +36,22 @@ class FrameHandler(_Handler):
     @authorized
     async def get(self) -> None:
         kernel = self._argument("kernel", _KERNEL_ID)
-        cursor = self._argument("cursor", _CURSOR)
+        try:
+            since = Cursor.decode(self.get_argument("cursor", ""))
+        except BadCursor:
+            raise HTTPError(400, "bad cursor") from None
         try:
             interval = clamp_interval(float(self.get_argument("interval", "1")))
         except ValueError:
             raise HTTPError(400, "bad interval") from None
-        monitor, _ = sampler.get()
+        monitor = server_monitor()
         consumer = f"{self.current_user.username if self.current_user else ''}:{kernel}"
         monitor.request(consumer, interval)
 
         frame, next_cursor = await IOLoop.current().run_in_executor(
-            None, monitor.frame, kernel, cursor or None
+            None, monitor.frame, kernel, since
         )
-        self.finish({"frame": frame, "cursor": next_cursor})
+        self.finish({"frame": frame, "cursor": next_cursor.encode()})
 
 
 class KernelsHandler(_Handler):
@@ -59,8 +62,7 @@ class KernelsHandler(_Handler):
     async def get(self) -> None:
         from .. import nvml
 
-        _, sources = sampler.get()
-        entries = await IOLoop.current().run_in_executor(None, sources.entries)
+        entries = await IOLoop.current().run_in_executor(None, registry_sources().entries)
         state = nvml.status()
         self.finish(
             {

@@ -2,8 +2,10 @@
 
 ``Panel()`` (or ``%gpu_cluster panel``) shows an anywidget whose front end is bundled in the
 wheel (``static/panel.js``, built from ``labextension/src``: the same view as the JupyterLab
-sidebar). The kernel's shared :class:`~..monitor.Monitor` samples on its own thread; each panel
-sends its view only what is new since the last frame, as a custom message.
+sidebar). The kernel's shared :class:`~..monitor.Monitor` (:mod:`.shared_monitor`) samples on
+its own thread; each panel sends its view only what is new since the last frame, as a custom
+message. The first panel registers :func:`close_all` with :mod:`..lifecycle`, so ``%unload_ext``
+closes every panel and stops the sampler.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ..frame import clamp_history, clamp_interval
-from ..monitor import kernel_monitor
+from .. import lifecycle
+from ..frame import DEFAULT_HISTORY, DEFAULT_INTERVAL, clamp_history, clamp_interval
+from ..monitor import Cursor
+from .shared_monitor import KEY, kernel_monitor, stop_kernel_monitor
 
 STATIC = Path(__file__).parent / "static" / "panel.js"
 
@@ -37,9 +41,9 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
     """Live GPU utilisation and memory, task stream and progress of the kernel's cluster."""
 
     _esm = traitlets.Unicode().tag(sync=True)
-    interval = traitlets.Float(1.0).tag(sync=True)
+    interval = traitlets.Float(DEFAULT_INTERVAL).tag(sync=True)
     paused = traitlets.Bool(False).tag(sync=True)
-    history = traitlets.Float(300.0).tag(sync=True)
+    history = traitlets.Float(DEFAULT_HISTORY).tag(sync=True)
     processes = traitlets.Bool(False).tag(sync=True)
 
     def __init__(self, **kwargs: Any) -> None:
@@ -48,9 +52,10 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         kwargs.setdefault("interval", config.get("refresh-interval"))
         kwargs.setdefault("history", config.get("history"))
         super().__init__(_esm=_bundle().read_text(), **kwargs)
-        self._cursor: str | None = None
+        self._cursor: Cursor | None = None
         self._ready = False  # a view said hello: frames have somewhere to go
         self._send_lock = threading.Lock()
+        lifecycle.on_unload(close_all, lifecycle.VIEWS)
         self._monitor = kernel_monitor()
         self._token: int | None = self._monitor.subscribe(
             self._tick, self.interval, self.history, self.processes
@@ -89,7 +94,7 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _send_frame(self) -> None:
         with self._send_lock:
-            frame, self._cursor = self._monitor.frame("kernel", self._cursor, self.history)
+            frame, self._cursor = self._monitor.frame(KEY, self._cursor, self.history)
             self.send({"type": "frame", "frame": frame})
 
     def close(self) -> None:
@@ -100,5 +105,7 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
 
 
 def close_all() -> None:
+    """Close every panel of the kernel, then stop the sampler they shared (``%unload_ext``)."""
     for panel in list(_panels):
         panel.close()
+    stop_kernel_monitor()

@@ -1,5 +1,14 @@
 /** Frames for tests: small, valid, and easy to vary. */
-import type { DeviceInfo, Frame, Sample, TaskRect, WorkerInfo } from '../src/view/frame';
+import {
+  VERSION,
+  deviceValues,
+  type DeviceInfo,
+  type DeviceValues,
+  type Frame,
+  type Sample,
+  type TaskRect,
+  type WorkerInfo
+} from '../src/view/frame';
 
 export const T0 = 1_700_000_000;
 
@@ -16,13 +25,19 @@ export function device(id = 'GPU-aaaa', overrides: Partial<DeviceInfo> = {}): De
   };
 }
 
-export function sample(t: number, values: Record<string, (number | null)[]> = {}): Sample {
+export function sample(t: number, values: Record<string, DeviceValues> = {}): Sample {
   return { t, values };
 }
 
-/** A sample of one device: utilisation %, memory used bytes (others null). */
+/** A sample of one device: utilisation %, memory used bytes, 50 °C, 300 W (PCIe: null). */
 export function gpuSample(t: number, util: number, memory: number, id = 'GPU-aaaa'): Sample {
-  return sample(t, { [id]: [util, memory, 50, 300, null, null] });
+  const values = deviceValues({
+    utilization: util,
+    memory_used: memory,
+    temperature: 50,
+    power: 300
+  });
+  return sample(t, { [id]: values });
 }
 
 export function task(start: number, stop: number, overrides: Partial<TaskRect> = {}): TaskRect {
@@ -62,7 +77,7 @@ export function worker(
 
 export function frame(overrides: Partial<Frame> = {}): Frame {
   return {
-    version: 1,
+    version: VERSION,
     kind: 'snapshot',
     time: T0,
     interval: 1,

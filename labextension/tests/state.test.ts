@@ -7,22 +7,32 @@ import {
   frameProblem,
   type ViewState
 } from '../src/view/state';
-import { SAMPLE_FIELDS, FIELD, VERSION } from '../src/view/frame';
+import {
+  DEFAULT_INTERVAL,
+  FIELD,
+  SAMPLE_FIELDS,
+  VERSION,
+  deviceValues,
+  type Frame
+} from '../src/view/frame';
 import { T0, device, frame, gpuSample, task, worker } from './fixtures';
 
+// The types and constants come from frame.generated.ts, which tests/test_frame_schema.py keeps
+// equal to what frame.py says: these tests check what the view builds on them.
 describe('frame schema', () => {
-  it('mirrors frame.py', () => {
-    expect(VERSION).toBe(1);
-    expect(SAMPLE_FIELDS).toEqual([
-      'utilization',
-      'memory_used',
-      'temperature',
-      'power',
-      'pcie_tx',
-      'pcie_rx'
-    ]);
-    expect(FIELD.memory_used).toBe(1);
-    expect(FIELD.pcie_rx).toBe(5);
+  it('indexes sample values by field name', () => {
+    expect(Object.keys(FIELD)).toEqual([...SAMPLE_FIELDS]);
+    SAMPLE_FIELDS.forEach((name, index) => expect(FIELD[name]).toBe(index));
+    const values = deviceValues({ memory_used: 5, pcie_rx: 7 });
+    expect(values).toHaveLength(SAMPLE_FIELDS.length);
+    expect(values[FIELD.memory_used]).toBe(5);
+    expect(values[FIELD.pcie_rx]).toBe(7);
+    expect(values[FIELD.utilization]).toBeNull();
+  });
+
+  it('has a version and defaults', () => {
+    expect(Number.isInteger(VERSION)).toBe(true);
+    expect(emptyState().interval).toBe(DEFAULT_INTERVAL);
   });
 });
 
@@ -123,23 +133,33 @@ describe('applyFrame', () => {
 
   it('refuses a frame of another version with a message and keeps the data', () => {
     const good = applyFrame(emptyState(), frame({ samples: [gpuSample(T0, 10, 1)] }));
-    const refused = applyFrame(good, { ...frame({ time: T0 + 1 }), version: 2 });
+    const refused = applyFrame(good, { ...frame({ time: T0 + 1 }), version: VERSION + 1 });
     expect(refused.frames).toBe(1);
     expect(refused.samples).toEqual(good.samples);
     expect(refused.time).toBe(T0);
     expect(refused.errors).toHaveLength(1);
-    expect(refused.errors[0]).toContain('version 2');
+    expect(refused.errors[0]).toContain(`version ${VERSION + 1}`);
+    expect(refused.errors[0]).toContain('does not know');
+    expect(refused.errors[0]).toContain(`reads version ${VERSION}`);
+    expect(refused.errors[0]).toMatch(/reinstall gpudask-jupyter and reload the page/);
     // the next good frame clears the message
     const again = applyFrame(refused, frame({ kind: 'delta', time: T0 + 2 }));
     expect(again.errors).toEqual([]);
     expect(again.frames).toBe(2);
   });
 
+  it('says so in words when a frame has no version', () => {
+    const unversioned: Partial<Frame> = frame();
+    delete unversioned.version;
+    expect(frameProblem(unversioned)).toMatch(/without a version number/);
+    expect(frameProblem({ ...frame(), version: '1' })).toMatch(/without a version number/);
+  });
+
   it('refuses what is not a frame', () => {
     expect(frameProblem(null)).toMatch(/not an object/);
     expect(frameProblem('frame')).toMatch(/not an object/);
-    expect(frameProblem({ version: 1, kind: 'other', time: T0 })).toMatch(/kind/);
-    expect(frameProblem({ version: 1, kind: 'delta' })).toMatch(/time/);
+    expect(frameProblem({ version: VERSION, kind: 'other', time: T0 })).toMatch(/kind/);
+    expect(frameProblem({ version: VERSION, kind: 'delta' })).toMatch(/time/);
     expect(frameProblem(frame())).toBeNull();
     expect(applyFrame(emptyState(), undefined).frames).toBe(0);
   });

@@ -17,6 +17,7 @@ import pytest
 from support import free_port
 
 from gpudask_jupyter import gpus, nvml
+from gpudask_jupyter.frame import DeviceReading
 from gpudask_jupyter.monitor import Monitor
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
@@ -30,8 +31,13 @@ def _device() -> nvml.Device:
     return visible[0]
 
 
-def _values(frame: dict, uuid: str) -> list[list]:
-    return [s["values"][uuid] for s in frame["samples"] if uuid in s["values"]]
+def _readings(frame: dict, uuid: str) -> list[DeviceReading]:
+    """The device's readings in the frame's samples, by field name."""
+    return [
+        DeviceReading.from_values(s["values"][uuid])
+        for s in frame["samples"]
+        if uuid in s["values"]
+    ]
 
 
 def test_utilisation_under_matmul_load_is_high() -> None:
@@ -60,12 +66,13 @@ def test_utilisation_under_matmul_load_is_high() -> None:
     frame, _ = monitor.frame("kernel")
     names = {d["id"]: d for d in frame["devices"]}
     assert names[device.uuid]["name"] == device.name
-    utils = [v[0] for v in _values(frame, device.uuid) if v[0] is not None]
+    readings = _readings(frame, device.uuid)
+    utils = [r.utilization for r in readings if r.utilization is not None]
     assert len(utils) >= 10
     assert max(utils) > 50, utils
     assert sorted(utils)[len(utils) // 2] > 50, utils  # the median, not one lucky sample
-    temperature, power = _values(frame, device.uuid)[-1][2:4]
-    assert temperature is not None and power is not None and power > 0
+    last = readings[-1]
+    assert last.temperature is not None and last.power is not None and last.power > 0
 
 
 def test_memory_figure_moves_by_what_is_allocated() -> None:
@@ -82,7 +89,7 @@ def test_memory_figure_moves_by_what_is_allocated() -> None:
     time.sleep(0.3)
     monitor.tick()
     frame, _ = monitor.frame("kernel")
-    before, after = (v[1] for v in _values(frame, device.uuid)[-2:])
+    before, after = (r.memory_used for r in _readings(frame, device.uuid)[-2:])
     del block
     cupy.get_default_memory_pool().free_all_blocks()
     moved = after - before
@@ -127,9 +134,10 @@ def test_server_frames_carry_this_machines_gpus(tmp_path: Path) -> None:
         assert {d["id"] for d in frame["devices"]} == {d.uuid for d in nvml.devices()}
         values = frame["samples"][-1]["values"]
         for device in nvml.devices():
-            utilization, memory_used = values[device.uuid][:2]
-            assert utilization is not None and 0 <= utilization <= 100
-            assert memory_used is not None and 0 < memory_used <= device.memory_total
+            reading = DeviceReading.from_values(values[device.uuid])
+            assert reading.utilization is not None and 0 <= reading.utilization <= 100
+            used = reading.memory_used
+            assert used is not None and 0 < used <= device.memory_total
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -2,14 +2,14 @@
 import { TimeAxis, samplesInWindow } from './axis';
 import { MEMORY_COLOR, UTIL_COLOR, drawGrid, drawSeries, fitCanvas } from './canvas';
 import { bar, el, setBar, setText } from './dom';
-import { DeviceInfo, FIELD, Sample } from './frame';
+import { DeviceInfo, DeviceValues, FIELD, Sample, SampleField } from './frame';
 import { formatBytes, formatNumber, formatPercent, formatRate, fraction } from './format';
 import { ViewState } from './state';
 
 const HISTORY_HEIGHT = 40;
 
 /** The newest values of a device (null when no sample has it yet). */
-export function latestValues(samples: Sample[], id: string): (number | null)[] | null {
+export function latestValues(samples: Sample[], id: string): DeviceValues | null {
   for (let i = samples.length - 1; i >= 0; i--) {
     const values = samples[i].values[id];
     if (values) {
@@ -27,7 +27,7 @@ export function deviceTitle(device: DeviceInfo): string {
   return `${device.mig ? 'MIG' : 'GPU'} ${device.label}`;
 }
 
-function value(values: (number | null)[] | null, field: keyof typeof FIELD): number | null {
+function value(values: DeviceValues | null, field: SampleField): number | null {
   const v = values?.[FIELD[field]];
   return typeof v === 'number' && Number.isFinite(v) ? v : null;
 }
@@ -88,7 +88,7 @@ class DeviceRow {
     }
     drawGrid(ctx, axis.width, HISTORY_HEIGHT);
     const samples = samplesInWindow(state.samples, axis).filter(s => s.values[device.id]);
-    const series = (get: (v: (number | null)[]) => number | null): [number, number | null][] =>
+    const series = (get: (v: DeviceValues) => number | null): [number, number | null][] =>
       samples.map(s => [s.t, get(s.values[device.id])]);
     drawSeries(
       ctx,

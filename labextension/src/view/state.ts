@@ -60,10 +60,17 @@ export function frameProblem(value: unknown): string | null {
     return 'Ignored a frame that is not an object.';
   }
   const frame = value as Partial<Frame>;
+  if (typeof frame.version !== 'number') {
+    return (
+      `Ignored a frame without a version number: this view reads frames of version ${VERSION}. ` +
+      'The Python package and its front end differ: reinstall gpudask-jupyter and reload the page.'
+    );
+  }
   if (frame.version !== VERSION) {
     return (
-      `Ignored a frame of version ${String(frame.version)}: this view reads version ${VERSION}. ` +
-      'The Python package and its front end differ: reinstall gpudask-jupyter and reload the page.'
+      `Ignored a frame of version ${frame.version}, which this view does not know: it reads ` +
+      `version ${VERSION}. The Python package and its front end differ: reinstall ` +
+      'gpudask-jupyter and reload the page.'
     );
   }
   if (frame.kind !== 'snapshot' && frame.kind !== 'delta') {

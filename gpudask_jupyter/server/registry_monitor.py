@@ -1,13 +1,16 @@
-"""The server's Monitor, following every kernel's registry entry."""
+"""The server's Monitor, following every kernel's registry entry as a source."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
 
 from .. import registry
 from ..monitor import Monitor, Source
+
+log = logging.getLogger(__name__)
 
 REREAD_SECONDS = 2.0
 
@@ -26,6 +29,7 @@ class RegistrySources:
                 try:
                     self._entries = registry.read_all()
                 except OSError:
+                    log.debug("cannot read the registry", exc_info=True)
                     self._entries = {}
                 self._read_at = time.monotonic()
             return dict(self._entries)
@@ -60,7 +64,7 @@ _sources: RegistrySources | None = None
 _lock = threading.Lock()
 
 
-def get() -> tuple[Monitor, RegistrySources]:
+def _started() -> tuple[Monitor, RegistrySources]:
     global _monitor, _sources
     with _lock:
         if _monitor is None or _sources is None:
@@ -69,7 +73,17 @@ def get() -> tuple[Monitor, RegistrySources]:
         return _monitor, _sources
 
 
-def shutdown() -> None:
+def server_monitor() -> Monitor:
+    """The server's one Monitor, made on first use; every browser tab shares it."""
+    return _started()[0]
+
+
+def registry_sources() -> RegistrySources:
+    """The registry reader behind :func:`server_monitor` (the sidebar lists its kernels)."""
+    return _started()[1]
+
+
+def stop_server_monitor() -> None:
     global _monitor
     with _lock:
         monitor, _monitor = _monitor, None

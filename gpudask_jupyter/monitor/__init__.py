@@ -1,0 +1,118 @@
+"""The Monitor: samples GPUs and clusters on its own thread and hands out Frames.
+
+One Monitor per process: in a kernel it serves every panel of that kernel, in the Jupyter
+server every browser tab. It knows its sources and its consumers only through what they
+register: the *sources* function given at construction (which clusters to follow), and the
+subscriptions and polling requests of its consumers. Its parts, each in its own module:
+
+- :mod:`.consumers` — who wants frames, hence the interval and history;
+- :mod:`.sampling` — the thread and one tick: :mod:`.local_gpus` (NVML) and :mod:`.trackers`
+  (one per cluster: task stream, progress, workers and their heartbeat GPUs);
+- :mod:`.assembly` — a consumer's frame from the buffers, after its :mod:`.cursor`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .. import config
+from ..frame import Frame, clamp_history
+from .assembly import assemble
+from .consumers import Consumers
+from .cursor import BadCursor, Cursor
+from .sampling import THREAD_NAME, Sampler, SamplingThread
+from .trackers import Source
+
+__all__ = ["THREAD_NAME", "BadCursor", "Cursor", "Monitor", "Source"]
+
+log = logging.getLogger(__name__)
+
+
+class Monitor:
+    def __init__(self, sources: Callable[[], dict[str, Source]]) -> None:
+        self._consumers = Consumers(config.get("refresh-interval"), config.get("history"))
+        self._sampler = Sampler(sources)
+        self._thread = SamplingThread(self._step, lambda: self.interval, self._consumers.idle)
+        self._error = ""
+
+    # -- consumers ----------------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        callback: Callable[[], None],
+        interval: float | None = None,
+        history: float | None = None,
+        processes: bool = False,
+    ) -> int:
+        """Call ``callback`` on the monitor's thread whenever a frame is due."""
+        token = self._consumers.subscribe(callback, interval, history, processes)
+        self.start()
+        self._thread.wake()
+        return token
+
+    def update(self, token: int, **changes: Any) -> None:
+        self._consumers.update(token, **changes)
+        self._thread.wake()
+
+    def unsubscribe(self, token: int) -> None:
+        self._consumers.unsubscribe(token)
+        if self._consumers.idle():
+            self.stop()
+
+    def request(self, consumer: str, interval: float) -> None:
+        """A polling consumer (a sidebar) asks for samples at ``interval``."""
+        self._consumers.request(consumer, interval)
+        self.start()
+
+    @property
+    def requests(self) -> dict[str, tuple[float, float]]:
+        return self._consumers.requests
+
+    @property
+    def interval(self) -> float:
+        return self._consumers.interval
+
+    @property
+    def history(self) -> float:
+        return self._consumers.history
+
+    # -- sampling -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling and disconnect from the clusters (a new consumer starts it again)."""
+        self._thread.stop()
+        self._sampler.close()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.running
+
+    def tick(self) -> None:
+        """One round of sampling; safe to call from any thread (tests do)."""
+        self._sampler.tick(self.interval, self.history, self._consumers.wants_processes)
+
+    def _step(self) -> None:
+        try:
+            self.tick()
+        except Exception as err:  # keep sampling; the next frames carry the message
+            error = f"monitor error: {type(err).__name__}: {err}"
+            level = logging.DEBUG if error == self._error else logging.WARNING
+            log.log(level, "a monitor tick failed", exc_info=True)
+            self._error = error
+            return
+        self._error = ""
+        self._consumers.notify()
+
+    # -- frames -------------------------------------------------------------------------------
+
+    def frame(
+        self, key: str, since: Cursor | None = None, history: float | None = None
+    ) -> tuple[Frame, Cursor]:
+        """The frame for cluster ``key`` after ``since`` (None: a snapshot) and the next cursor."""
+        history = clamp_history(history or self.history)
+        return assemble(self._sampler, key, since, history, self.interval, self._error)

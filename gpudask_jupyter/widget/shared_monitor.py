@@ -1,0 +1,54 @@
+"""The kernel's one Monitor, shared by every panel of the kernel: it follows the kernel's cluster.
+
+The monitor is told which cluster to follow by the sources function registered here, which reads
+:func:`..cluster.current` on every tick: a cluster started, replaced or stopped by
+``%gpu_cluster`` shows up in the panels without either side calling the other.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .. import cluster
+from ..monitor import Monitor, Source
+
+KEY = "kernel"
+"""The kernel's cluster in the monitor: a kernel follows one cluster, its own."""
+
+_monitor: Monitor | None = None
+_lock = threading.Lock()
+
+
+def kernel_sources() -> dict[str, Source]:
+    """The kernel's current cluster while it lives; none otherwise."""
+    session = cluster.current()
+    if session is None or not session.alive:
+        return {}
+    return {
+        KEY: Source(
+            token=session,
+            client=lambda: session.client,
+            owns_client=False,
+            mode=session.mode,
+            address=session.address,
+            dashboard=session.dashboard_link,
+        )
+    }
+
+
+def kernel_monitor() -> Monitor:
+    """The kernel's monitor, made on first use."""
+    global _monitor
+    with _lock:
+        if _monitor is None:
+            _monitor = Monitor(kernel_sources)
+        return _monitor
+
+
+def stop_kernel_monitor() -> None:
+    """Stop the sampler thread and forget the monitor (the next panel makes a new one)."""
+    global _monitor
+    with _lock:
+        monitor, _monitor = _monitor, None
+    if monitor is not None:
+        monitor.stop()

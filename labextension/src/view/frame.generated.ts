@@ -1,0 +1,161 @@
+/**
+ * The Frame's types and constants, generated from gpudask_jupyter/frame.py by
+ * scripts/generate_frame_ts.py: do not edit (tests/test_frame_schema.py checks it).
+ * Helpers that only the view needs are in frame.ts.
+ */
+
+/** Frames of another version are refused by the view, with a message. */
+export const VERSION = 1;
+
+/** The per-device values of a sample, in their order on the wire (DeviceReading). */
+export const SAMPLE_FIELDS = [
+  'utilization', // Percent.
+  'memory_used', // Bytes.
+  'temperature', // Degrees C.
+  'power', // Watts.
+  'pcie_tx', // Bytes/s device to host (sampled every few seconds only).
+  'pcie_rx' // Bytes/s host to device (sampled every few seconds only).
+] as const;
+
+export const INTERVAL_RANGE = [0.25, 10] as const;
+export const HISTORY_RANGE = [10, 3600] as const;
+export const DEFAULT_INTERVAL = 1;
+export const DEFAULT_HISTORY = 300;
+
+/** One device's values in a sample: DeviceReading's fields, in their order. */
+export type DeviceValues = [
+  utilization: number | null,
+  memory_used: number | null,
+  temperature: number | null,
+  power: number | null,
+  pcie_tx: number | null,
+  pcie_rx: number | null
+];
+
+/** What a worker thread did during a task-stream rectangle. */
+export type Action = 'compute' | 'transfer' | 'disk-read' | 'disk-write' | 'deserialize';
+
+/** Whether the monitor reaches the cluster's scheduler. */
+export type ClusterState = 'running' | 'closed' | 'unreachable';
+
+export interface NvmlInfo {
+  available: boolean;
+  /** Why not available, in words ("" when available). */
+  reason: string;
+  driver: string | null;
+}
+
+export interface DeviceInfo {
+  /** The key of this device in samples: a GPU/MIG UUID, or "worker:<address>". */
+  id: string;
+  /**
+   * The device's title: "0", "0:1" (MIG), or the worker's name for a GPU seen through heartbeats.
+   */
+  label: string;
+  /** The model, e.g. "NVIDIA H200": user-visible text. */
+  name: string;
+  /** The worker's host; empty for this machine. */
+  host: string;
+  mig: boolean;
+  memory_total: number | null;
+  /** Watts. */
+  power_limit: number | null;
+}
+
+export interface Sample {
+  t: number;
+  /** Device id -> values in SAMPLE_FIELDS order. */
+  values: Record<string, DeviceValues>;
+}
+
+/** A worker's GPU as its heartbeats report it. */
+export interface WorkerGpu {
+  /** Device id in the frame's devices (local UUID or "worker:<address>"). */
+  device: string | null;
+  name: string | null;
+  utilization: number | null;
+  memory_used: number | null;
+  memory_total: number | null;
+}
+
+export interface WorkerInfo {
+  address: string;
+  name: string;
+  host: string;
+  nthreads: number;
+  /** Host memory used, bytes. */
+  memory: number | null;
+  memory_limit: number | null;
+  executing: number;
+  ready: number;
+  in_memory: number;
+  gpu: WorkerGpu | null;
+}
+
+export interface TaskRect {
+  /** Worker address. */
+  worker: string;
+  /** The worker thread's id: one lane per (worker, thread). */
+  thread: number;
+  start: number;
+  stop: number;
+  action: Action;
+  /** The task key as text: user-controlled, only ever shown through textContent. */
+  key: string;
+  /** The key's prefix, e.g. "read_parquet". */
+  prefix: string;
+  /** As "#rrggbb": by prefix for compute; fixed for transfer/disk/deserialize. */
+  color: string;
+  error: boolean;
+}
+
+export interface PrefixProgress {
+  prefix: string;
+  total: number;
+  /** In memory, released or forgotten after running. */
+  done: number;
+  processing: number;
+  erred: number;
+}
+
+export interface ClusterInfo {
+  state: ClusterState;
+  /** One of "gpu", "cpu" or "attached". */
+  mode: string;
+  address: string;
+  dashboard: string | null;
+  /** Why closed/unreachable, in words ("" when running). */
+  message: string;
+}
+
+/** A compute process of the current user on one device. */
+export interface ProcessInfo {
+  device: string;
+  pid: number;
+  memory: number | null;
+}
+
+export interface Processes {
+  own: ProcessInfo[];
+  /** Processes of other users: only counted. */
+  others: number;
+}
+
+export interface Frame {
+  version: number;
+  kind: 'snapshot' | 'delta';
+  time: number;
+  /** Seconds between samples now. */
+  interval: number;
+  /** Seconds of history the monitor keeps. */
+  history: number;
+  nvml: NvmlInfo;
+  devices: DeviceInfo[];
+  samples: Sample[];
+  cluster: ClusterInfo | null;
+  workers: WorkerInfo[];
+  tasks: TaskRect[];
+  progress: PrefixProgress[];
+  processes: Processes | null;
+  messages: string[];
+}

@@ -1,0 +1,117 @@
+"""One description of the Frame: TypeScript is generated from frame.py, samples are built by name,
+the cursor has one spelling, and the interval and history defaults and ranges are the options'."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from gpudask_jupyter import config, frame
+from gpudask_jupyter.monitor import BadCursor, Cursor
+from gpudask_jupyter.monitor.trackers import ClusterTracker, Source
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _generator() -> ModuleType:
+    path = ROOT / "scripts" / "generate_frame_ts.py"
+    spec = importlib.util.spec_from_file_location("generate_frame_ts", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_typescript_is_generated_from_frame_py() -> None:
+    generator = _generator()
+    committed = generator.TARGET.read_text()
+    assert committed == generator.render(), (
+        "labextension/src/view/frame.generated.ts differs from gpudask_jupyter/frame.py: "
+        "run `python scripts/generate_frame_ts.py` and commit the result"
+    )
+
+
+def test_generated_typescript_names_every_field_and_constant() -> None:
+    text = _generator().render()
+    for cls in (frame.Frame, frame.DeviceInfo, frame.WorkerInfo, frame.TaskRect, frame.Processes):
+        assert f"export interface {cls.__name__} {{" in text
+        for name in cls.__annotations__:
+            assert f"  {name}: " in text, (cls.__name__, name)
+    assert f"export const VERSION = {frame.VERSION};" in text
+    fields = text.split("export const SAMPLE_FIELDS = [", 1)[1].split("] as const;", 1)[0]
+    assert [line.split("'")[1] for line in fields.strip().splitlines()] == list(frame.SAMPLE_FIELDS)
+    assert "export const INTERVAL_RANGE = [0.25, 10] as const;" in text
+    assert "export const DEFAULT_HISTORY = 300;" in text
+
+
+def test_a_reading_goes_on_the_wire_in_field_order_and_comes_back_by_name() -> None:
+    reading = frame.DeviceReading(utilization=42.0, memory_used=7, pcie_rx=3)
+    values = reading.values()
+    assert len(values) == len(frame.SAMPLE_FIELDS)
+    assert values[frame.SAMPLE_FIELDS.index("utilization")] == 42.0
+    assert values[frame.SAMPLE_FIELDS.index("memory_used")] == 7
+    assert values[frame.SAMPLE_FIELDS.index("pcie_rx")] == 3
+    assert values[frame.SAMPLE_FIELDS.index("power")] is None
+    assert frame.DeviceReading.from_values(values) == reading
+
+
+def test_heartbeat_gpus_are_readings_of_the_same_type() -> None:
+    source = Source(token=1, client=lambda: None, owns_client=False, mode="attached", address="a")
+    tracker = ClusterTracker(source, epoch=1)
+    identity = {
+        "name": "w0",
+        "host": "10.9.9.9",
+        "nthreads": 1,
+        "metrics": {"gpu_utilization": 55, "gpu_memory_used": 1234, "gpu-memory-total": 9999},
+        "gpu": {"name": "NVIDIA H200", "memory-total": 9999},
+    }
+    tracker._read_workers(0.0, {"tcp://10.9.9.9:1": identity}, set(), {})
+    device = "worker:tcp://10.9.9.9:1"
+    assert tracker.remote[device]["host"] == "10.9.9.9"
+    assert tracker.remote_readings[device] == frame.DeviceReading(utilization=55, memory_used=1234)
+    assert tracker.workers[0]["gpu"] == {
+        "device": device,
+        "name": "NVIDIA H200",
+        "utilization": 55,
+        "memory_used": 1234,
+        "memory_total": 9999,
+    }
+
+
+def test_interval_and_history_defaults_and_ranges_are_the_options() -> None:
+    interval, history = config.OPTIONS["refresh-interval"], config.OPTIONS["history"]
+    assert interval.limits == frame.INTERVAL_RANGE
+    assert history.limits == frame.HISTORY_RANGE
+    assert frame.DEFAULT_INTERVAL == interval.default_value == 1.0
+    assert frame.DEFAULT_HISTORY == history.default_value == 300.0
+    assert "clamped to 0.25–10" in interval.doc and "clamped to 10–3600" in history.doc
+    assert frame.clamp_interval(0.001) == 0.25 and frame.clamp_history(10**9) == 3600
+
+
+def test_the_panels_trait_defaults_are_the_options() -> None:
+    from gpudask_jupyter.widget import Panel
+
+    traits = Panel.class_traits()
+    assert traits["interval"].default_value == frame.DEFAULT_INTERVAL
+    assert traits["history"].default_value == frame.DEFAULT_HISTORY
+
+
+def test_a_cursor_round_trips_through_text() -> None:
+    cursor = Cursor(samples=12, tasks=345, epoch=2)
+    assert cursor.encode() == "12.345.2"
+    assert Cursor.decode(cursor.encode()) == cursor
+    assert Cursor.decode("") is None and Cursor.decode(None) is None
+    assert cursor.resumes(epoch=2, samples_seq=12)
+    assert not cursor.resumes(epoch=3, samples_seq=12)  # another cluster: a snapshot
+    assert not cursor.resumes(epoch=2, samples_seq=11)  # a restarted monitor: a snapshot
+
+
+@pytest.mark.parametrize(
+    "text", ["x", "1.2", "1.2.3.4", "..", "-1.2.3", "1.2.3 ", "1" * 19 + ".1.1"]
+)
+def test_text_that_is_not_a_cursor_is_refused(text: str) -> None:
+    with pytest.raises(BadCursor):
+        Cursor.decode(text)
