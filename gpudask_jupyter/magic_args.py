@@ -17,10 +17,18 @@ from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
 
 from . import arg_types
+from .config import OPTIONS
 from .cluster_options import ATTACH_TIMEOUT, StartOptions
 
 #: a parser declaration: a stub function carrying ``magic_arguments``' parser
 Spec = Callable[[], None]
+
+
+def _range(option: str) -> str:
+    """An option's clamping range as help text shows it, read from the option itself."""
+    low, high = OPTIONS[option].limits or (0.0, 0.0)
+    return f"{low:g}–{high:g}"
+
 
 # -- %gpu_cluster: one parser per subcommand -------------------------------------------------------
 
@@ -190,13 +198,14 @@ def stop() -> None:
     "--interval",
     type=arg_types.seconds,
     metavar="SECONDS",
-    help="seconds between samples, 0.25–10 (default: option refresh-interval)",
+    help=f"seconds between samples, {_range('refresh-interval')} "
+    "(default: option refresh-interval)",
 )
 @ma.argument(
     "--history",
     type=arg_types.seconds,
     metavar="SECONDS",
-    help="seconds of history to show, 10–3600 (default: option history)",
+    help=f"seconds of history to show, {_range('history')} (default: option history)",
 )
 @ma.argument(
     "--processes",
