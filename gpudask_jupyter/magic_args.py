@@ -17,8 +17,8 @@ from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
 
 from . import arg_types
-from .config import OPTIONS
 from .cluster_options import ATTACH_TIMEOUT, StartOptions
+from .config import OPTIONS
 
 #: a parser declaration: a stub function carrying ``magic_arguments``' parser
 Spec = Callable[[], None]
