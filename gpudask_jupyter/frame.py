@@ -23,7 +23,7 @@ from typing import Any, Literal, TypedDict
 
 from . import config
 
-VERSION = 1
+VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +83,9 @@ class DeviceInfo(TypedDict):
     memory_total: int | None
     power_limit: float | None
     """Watts."""
+    cluster_memory: int | None
+    """Bytes of this device held now by the cluster's worker processes (the rest of the used
+    memory is other processes'); None where unknown (no NVML process list, a remote GPU)."""
 
 
 class Sample(TypedDict):
@@ -111,9 +114,15 @@ class WorkerInfo(TypedDict):
     """Host memory used, bytes."""
     memory_limit: int | None
     executing: int
+    """Tasks running now (the worker's own count, from its heartbeat)."""
     ready: int
+    """Tasks ready to run, waiting for a thread."""
     in_memory: int
+    """Task results the worker holds."""
     gpu: WorkerGpu | None
+    ours: bool
+    """Started or lent by this kernel (``start``, ``join``); false for the other workers of a
+    scheduler it attached to or joined."""
 
 
 Action = Literal["compute", "transfer", "disk-read", "disk-write", "deserialize"]
@@ -146,8 +155,10 @@ class PrefixProgress(TypedDict):
     erred: int
 
 
-ClusterState = Literal["running", "closed", "unreachable"]
-"""Whether the monitor reaches the cluster's scheduler."""
+ClusterState = Literal["connecting", "running", "closed", "unreachable", "stopped"]
+"""Whether the monitor reaches the cluster's scheduler: "connecting" until its first answer,
+"unreachable" when it does not answer (or never did), "closed" when its client was closed, and
+"stopped" once the kernel stopped it (its history stays, greyed, until a new cluster starts)."""
 
 
 class ClusterInfo(TypedDict):
@@ -158,6 +169,15 @@ class ClusterInfo(TypedDict):
     dashboard: str | None
     message: str
     """Why closed/unreachable, in words ("" when running)."""
+    stopped_at: float | None
+    """When the cluster stopped (state "stopped"), seconds since the epoch; else None."""
+
+
+class ResourceWait(TypedDict):
+    """Tasks that wait for a worker resource (``resources={"GPU": 1}``) no worker offers."""
+
+    resource: str
+    tasks: int
 
 
 class ProcessInfo(TypedDict):
@@ -190,6 +210,8 @@ class Frame(TypedDict):
     tasks: list[TaskRect]
     progress: list[PrefixProgress]
     processes: Processes | None
+    waiting: list[ResourceWait]
+    """Resources asked for by waiting tasks and offered by no worker: such tasks never run."""
     messages: list[str]
 
 

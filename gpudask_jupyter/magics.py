@@ -200,14 +200,14 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(magic_args.panel)
     def _panel(self, args: argparse.Namespace) -> None:
-        from .widget import Panel
+        from .widget import show_panel
 
         options: dict[str, Any] = {"processes": args.processes}
         if args.interval is not None:
             options["interval"] = args.interval
         if args.history is not None:
             options["history"] = args.history
-        _display(Panel(**options))
+        show_panel(**options)
 
     @_subcommand(magic_args.config)
     def _config(self, args: argparse.Namespace) -> None:

@@ -14,6 +14,7 @@ from jupyter_server.auth.authorizer import Authorizer
 from tornado.httpclient import HTTPClientError
 
 from gpudask_jupyter import registry
+from gpudask_jupyter.frame import VERSION
 from gpudask_jupyter.server import handlers, registry_monitor
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
@@ -54,7 +55,7 @@ async def _get(jp_fetch: Any, route: str, **params: str) -> dict[str, Any]:
 async def test_frame_without_cluster_says_why(jp_fetch) -> None:
     body = await _get(jp_fetch, "frame", kernel="abc-123", cursor="", interval="1")
     frame = body["frame"]
-    assert frame["version"] == 1 and frame["kind"] == "snapshot"
+    assert frame["version"] == VERSION and frame["kind"] == "snapshot"
     assert frame["cluster"] is None  # the sidebar says, in its words, how to start one
     assert body["cursor"].count(".") == 2
 

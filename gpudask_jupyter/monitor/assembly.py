@@ -57,6 +57,7 @@ def assemble(
             tasks=[],
             progress=[],
             processes=sampler.processes,
+            waiting=[],
             messages=[error] if error else [],
         )
         if tracker is not None:
@@ -94,6 +95,7 @@ def _add_cluster(
         address=tracker.source.address,
         dashboard=tracker.source.dashboard,
         message=tracker.message,
+        stopped_at=None,
     )
     frame["tasks"] = tasks
     frame["workers"] = list(tracker.workers)

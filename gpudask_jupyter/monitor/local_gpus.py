@@ -53,6 +53,7 @@ class LocalGpus:
                 mig=d.is_mig,
                 memory_total=d.memory_total,
                 power_limit=self._limits.get(d.uuid),
+                cluster_memory=None,
             )
             for d in nvml.devices()
         ]

@@ -228,6 +228,7 @@ def _worker_gpu(
             mig=False,
             memory_total=beat.memory_total,
             power_limit=None,
+            cluster_memory=None,
         )
         readings[device] = DeviceReading(utilization=beat.utilization, memory_used=beat.memory_used)
     return WorkerGpu(
@@ -254,6 +255,7 @@ def _worker_info(
         ready=int(metrics.get("ready", 0)),
         in_memory=int(metrics.get("in_memory", 0)),
         gpu=gpu,
+        ours=False,
     )
 
 

@@ -109,3 +109,14 @@ def close_all() -> None:
     for panel in list(_panels):
         panel.close()
     stop_kernel_monitor()
+
+
+def show_panel(**options: Any) -> Panel:
+    """What ``%gpu_cluster panel`` shows: a live panel with ``options`` (interval, history,
+    processes), displayed in the cell's output. The one entry point of the magic, so the choice of
+    what to show where lives here, beside the panel."""
+    from IPython.display import display
+
+    panel = Panel(**options)
+    display(panel)
+    return panel

@@ -21,6 +21,7 @@ export function device(id = 'GPU-aaaa', overrides: Partial<DeviceInfo> = {}): De
     mig: false,
     memory_total: 140 * 2 ** 30,
     power_limit: 700,
+    cluster_memory: null,
     ...overrides
   };
 }
@@ -71,6 +72,7 @@ export function worker(
     ready: 0,
     in_memory: 3,
     gpu: null,
+    ours: true,
     ...overrides
   };
 }
@@ -90,12 +92,14 @@ export function frame(overrides: Partial<Frame> = {}): Frame {
       mode: 'gpu',
       address: 'tcp://127.0.0.1:8786',
       dashboard: null,
-      message: ''
+      message: '',
+      stopped_at: null
     },
     workers: [worker('tcp://127.0.0.1:40001', 'worker-0')],
     tasks: [],
     progress: [],
     processes: null,
+    waiting: [],
     messages: [],
     ...overrides
   };

@@ -132,7 +132,8 @@ describe('GpuDaskView', () => {
           mode: 'attached',
           address: 'tcp://10.0.0.9:8786',
           dashboard: null,
-          message: 'connection refused'
+          message: 'connection refused',
+          stopped_at: null
         }
       })
     );

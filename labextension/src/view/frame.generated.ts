@@ -5,7 +5,7 @@
  */
 
 /** Frames of another version are refused by the view, with a message. */
-export const VERSION = 1;
+export const VERSION = 2;
 
 /** The per-device values of a sample, in their order on the wire (DeviceReading). */
 export const SAMPLE_FIELDS = [
@@ -35,8 +35,12 @@ export type DeviceValues = [
 /** What a worker thread did during a task-stream rectangle. */
 export type Action = 'compute' | 'transfer' | 'disk-read' | 'disk-write' | 'deserialize';
 
-/** Whether the monitor reaches the cluster's scheduler. */
-export type ClusterState = 'running' | 'closed' | 'unreachable';
+/**
+ * Whether the monitor reaches the cluster's scheduler: "connecting" until its first answer,
+ * "unreachable" when it does not answer (or never did), "closed" when its client was closed, and
+ * "stopped" once the kernel stopped it (its history stays, greyed, until a new cluster starts).
+ */
+export type ClusterState = 'connecting' | 'running' | 'closed' | 'unreachable' | 'stopped';
 
 export interface NvmlInfo {
   available: boolean;
@@ -60,6 +64,11 @@ export interface DeviceInfo {
   memory_total: number | null;
   /** Watts. */
   power_limit: number | null;
+  /**
+   * Bytes of this device held now by the cluster's worker processes (the rest of the used memory is
+   * other processes'); None where unknown (no NVML process list, a remote GPU).
+   */
+  cluster_memory: number | null;
 }
 
 export interface Sample {
@@ -86,10 +95,18 @@ export interface WorkerInfo {
   /** Host memory used, bytes. */
   memory: number | null;
   memory_limit: number | null;
+  /** Tasks running now (the worker's own count, from its heartbeat). */
   executing: number;
+  /** Tasks ready to run, waiting for a thread. */
   ready: number;
+  /** Task results the worker holds. */
   in_memory: number;
   gpu: WorkerGpu | null;
+  /**
+   * Started or lent by this kernel (``start``, ``join``); false for the other workers of a
+   * scheduler it attached to or joined.
+   */
+  ours: boolean;
 }
 
 export interface TaskRect {
@@ -126,6 +143,14 @@ export interface ClusterInfo {
   dashboard: string | null;
   /** Why closed/unreachable, in words ("" when running). */
   message: string;
+  /** When the cluster stopped (state "stopped"), seconds since the epoch; else None. */
+  stopped_at: number | null;
+}
+
+/** Tasks that wait for a worker resource (``resources={"GPU": 1}``) no worker offers. */
+export interface ResourceWait {
+  resource: string;
+  tasks: number;
 }
 
 /** A compute process of the current user on one device. */
@@ -157,5 +182,7 @@ export interface Frame {
   tasks: TaskRect[];
   progress: PrefixProgress[];
   processes: Processes | null;
+  /** Resources asked for by waiting tasks and offered by no worker: such tasks never run. */
+  waiting: ResourceWait[];
   messages: string[];
 }

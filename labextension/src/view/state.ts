@@ -49,6 +49,7 @@ export function emptyState(): ViewState {
     tasks: [],
     progress: [],
     processes: null,
+    waiting: [],
     messages: [],
     errors: []
   };
@@ -123,6 +124,7 @@ export function applyFrame(state: ViewState, value: unknown, limits: Limits = LI
     tasks: pruneTasks(base.tasks.concat(frame.tasks ?? []), cutoff, limits.maxTasks),
     progress: frame.progress ?? [],
     processes: frame.processes ?? null,
+    waiting: frame.waiting ?? [],
     messages: frame.messages ?? [],
     errors: []
   };
