@@ -46,7 +46,16 @@ def _serve(app: str, base: Path) -> Iterator[Lab]:
     log = base / f"{app}.log"
     # kernels start "python" from PATH: this interpreter's, as in an activated environment
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime), PATH=path)
+    # the lab extension of this checkout's package (built by pip install or npm run build), ahead
+    # of the copy pip placed in the environment at install time, which a later build leaves stale
+    import gpudask_jupyter
+
+    data = base / "data" / "labextensions"
+    data.mkdir(parents=True)
+    (data / "gpudask-jupyter").symlink_to(Path(gpudask_jupyter.__file__).parent / "labextension")
+    env = dict(
+        os.environ, JUPYTER_RUNTIME_DIR=str(runtime), PATH=path, JUPYTER_PATH=str(base / "data")
+    )
     settings = base / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
