@@ -42,3 +42,32 @@ def reported_gpu(identity: dict[str, Any]) -> HeartbeatGpu | None:
     if total is not None and total < 0:
         total = None
     return HeartbeatGpu(name, util, used, total)
+
+
+@dataclass(frozen=True)
+class TaskCounts:
+    """A worker's tasks by what it is doing with them, as its last heartbeat counted them."""
+
+    executing: int
+    ready: int
+    in_memory: int
+
+
+#: worker task states (distributed's worker state machine) behind each count
+_EXECUTING = ("executing", "long-running")
+_READY = ("ready", "constrained")
+_IN_MEMORY = ("memory",)
+
+
+def task_counts(identity: dict[str, Any]) -> TaskCounts:
+    """The worker's counts from ``metrics["task_counts"]`` (state -> tasks), which workers send
+    with every heartbeat; zero for a state not listed, or for a worker that sent none yet."""
+    metrics = identity.get("metrics") or {}
+    counts = metrics.get("task_counts") if isinstance(metrics, dict) else None
+    if not isinstance(counts, dict):
+        counts = {}
+
+    def total(states: tuple[str, ...]) -> int:
+        return sum(int(n) for s in states if isinstance(n := counts.get(s), int | float))
+
+    return TaskCounts(total(_EXECUTING), total(_READY), total(_IN_MEMORY))

@@ -62,3 +62,22 @@ def poll(
         "workers": workers,
         "time": time.time(),
     }
+
+
+def missing_resources(dask_scheduler: Any = None) -> dict[str, int]:
+    """Resource name -> tasks that wait for it because no worker offers enough of it.
+
+    A task submitted with ``resources={"GPU": 1}`` waits (the scheduler's "no-worker" state,
+    ``unrunnable``) until some worker offers that much; on a cluster whose workers advertise no
+    such resource it never runs, silently. Runs inside the scheduler.
+    """
+    offered: dict[str, float] = {}
+    for ws in dask_scheduler.workers.values():
+        for name, amount in (ws.resources or {}).items():
+            offered[name] = max(offered.get(name, 0.0), float(amount))
+    waiting: dict[str, int] = {}
+    for ts in list(dask_scheduler.unrunnable):
+        for name, amount in (ts.resource_restrictions or {}).items():
+            if offered.get(name, 0.0) < float(amount):
+                waiting[name] = waiting.get(name, 0) + 1
+    return waiting
