@@ -102,6 +102,13 @@ OPTIONS: dict[str, Option] = {
             "cores the kernel may use (2 to 16).",
         ),
         Option(
+            "distribute-shm-limit",
+            "0",
+            parse_bytes,
+            "Most shared memory (`/dev/shm`) one `--distribute` / `--gather` transfer holds at "
+            "once; larger data crosses in rounds. 0: three quarters of what is free there.",
+        ),
+        Option(
             "refresh-interval",
             "1s",
             parse_seconds,
