@@ -25,6 +25,10 @@ from gpudask_jupyter.convert import cluster_view, shared_memory, to_cpu, to_gpu
 from gpudask_jupyter.convert.distribute import distribute_names, gather_names
 from gpudask_jupyter.errors import ConversionError, NoGpuError
 
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::gpudask_jupyter.convert.GpuUnavailableWarning"  # CPU workers: said once, on purpose
+)
+
 dd = pytest.importorskip("dask.dataframe")
 da = pytest.importorskip("dask.array")
 
@@ -49,9 +53,12 @@ def _held(client: Any) -> int:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
+    import dask
     from distributed import Client, LocalCluster
 
     with (
+        # a worker paused by a test stays paused: memory does not resume it
+        dask.config.set({"distributed.worker.memory.pause": False}),
         LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
         ) as cluster,
@@ -104,8 +111,10 @@ def test_default_client_and_no_cluster(client) -> None:
     assert ddf.npartitions == 2  # one per worker for a small frame
     code = (
         "import pandas as pd\n"
-        "from gpudask_jupyter.convert import to_gpu\n"
-        "to_gpu(pd.DataFrame({'a': [1]}), distribute=True)\n"
+        "from gpudask_jupyter.convert import to_cpu, to_gpu\n"
+        "df = pd.DataFrame({'a': [1]})\n"
+        "assert to_cpu(df, gather=True) is df and to_gpu(3, distribute=True) == 3\n"
+        "to_gpu(df, distribute=True)\n"
     )
     import subprocess
     import sys
@@ -125,6 +134,8 @@ def test_array_and_series(client) -> None:
     assert darr.chunks[0] == (25000, 25000, 25000, 25001) and darr.chunks[1] == (3,)
     np.testing.assert_allclose(darr.sum(axis=0).compute(), arr.sum(axis=0))
     np.testing.assert_array_equal(darr.compute(), arr)
+    flat = np.arange(10_001, dtype=np.int16)
+    np.testing.assert_array_equal(to_gpu(flat, distribute=True, client=client).compute(), flat)
     series = _frame()["x"].rename("named")
     dseries = to_gpu(series, distribute=True, client=client)
     pd.testing.assert_series_equal(dseries.compute(), series)
@@ -195,6 +206,8 @@ def test_gather_of_lazy_and_irregular_collections(client) -> None:
     pd.testing.assert_frame_equal(to_cpu(lazy, gather=True, client=client), df)
     filtered = lazy[lazy.key > 3]  # partitions of unequal length, index with gaps
     pd.testing.assert_frame_equal(to_cpu(filtered, gather=True, client=client), df[df.key > 3])
+    index = to_cpu(lazy.index, gather=True, client=client)
+    pd.testing.assert_index_equal(index, df.index)
     grid = da.from_array(np.arange(60.0).reshape(6, 10), chunks=(2, 5))  # blocks across columns
     np.testing.assert_array_equal(to_cpu(grid, gather=True, client=client), grid.compute())
     ints = lazy.y.map_partitions(lambda s: s.astype("float64") if s.iloc[0] % 2 else s)
@@ -215,10 +228,59 @@ def test_aliases_other_objects_and_dask_collections(client) -> None:
     pd.testing.assert_frame_equal(ns["lazy"].compute(), df)
 
 
+def test_empty_frames_and_arrays(client) -> None:
+    empty = _frame(0)
+    pd.testing.assert_frame_equal(to_gpu(empty, distribute=True).compute(), empty)
+    nothing = np.zeros((0, 3))
+    np.testing.assert_array_equal(to_gpu(nothing, distribute=True).compute(), nothing)
+
+
+def test_a_failed_gather_leaves_the_collection_alone(client, monkeypatch) -> None:
+    from gpudask_jupyter.convert import gathering
+
+    arr = np.arange(40_000.0).reshape(-1, 4)
+    darr = to_gpu(arr, distribute=True)  # its futures' keys are the collection's own
+    ddf = to_gpu(_frame(20_000), distribute=True)
+
+    def fails(*args: Any) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gathering, "_through_segments", fails)
+    ns = {"darr": darr, "ddf": ddf}
+    with pytest.raises(ConversionError, match=r"darr: OSError: .*No space left on device"):
+        gather_names(ns, ["darr", "ddf"])
+    assert ns["darr"] is darr and ns["ddf"] is ddf
+    np.testing.assert_array_equal(darr.compute(), arr)  # nothing of the user's was cancelled
+    monkeypatch.undo()
+    np.testing.assert_array_equal(to_cpu(darr, gather=True), arr)
+    del ns, darr, ddf
+    assert _held(client) == 0
+
+
+def test_a_worker_paused_for_lack_of_memory_fails_the_transfer(client, monkeypatch) -> None:
+    from distributed.core import Status
+
+    def pause(dask_worker: Any, paused: bool) -> None:
+        dask_worker.status = Status.paused if paused else Status.running
+
+    monkeypatch.setattr(cluster_view, "PAUSE_GRACE", 1.0)
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    client.run(pause, paused=True, workers=[victim])
+    try:
+        ns = {"df": _frame(10_000)}
+        with pytest.raises(ConversionError, match=f"df: worker {victim} has been paused"):
+            distribute_names(ns, ["df"], client=client)
+        assert isinstance(ns["df"], pd.DataFrame)
+    finally:
+        client.run(pause, paused=False, workers=[victim])
+    assert _held(client) == 0
+
+
 def test_cpu_workers_say_why_there_is_no_gpu(client) -> None:
     ns = {"df": _frame(100)}
     report, unavailable = distribute_names(ns, ["df"], client=client)
-    assert unavailable and ("cudf" in unavailable[0] or "GPU" in unavailable[0])
+    (why,) = unavailable
+    assert why.startswith("worker tcp://") and "is not installed" in why
     assert report.moved[0].label == "pandas → Dask DataFrame (pandas)"
     ns = {"df": _frame(100)}
     with pytest.raises(NoGpuError, match="df cannot go to the workers' GPUs"):

@@ -16,6 +16,7 @@ import importlib.util
 import logging
 import secrets
 import sys
+import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 
 NO_CLUSTER = "start or attach a cluster first: %gpu_cluster start"
 PROBE_TIMEOUT = 30.0
+PAUSE_GRACE = 10.0  # seconds a needed worker may stay paused before the transfer gives up
 _POLL = 0.5
 
 
@@ -115,31 +117,33 @@ _KERNEL_NEEDS = {"frames": ("cudf", "dask_cudf"), "arrays": ("cupy",)}
 
 def why_not_gpu(views: Sequence[WorkerView], kind: str) -> str | None:
     """Why partitions of ``kind`` ("frames" or "arrays") cannot live on the workers' GPUs."""
-    for module in _KERNEL_NEEDS[kind]:
-        if module not in sys.modules and importlib.util.find_spec(module) is None:
-            return f"the kernel cannot import {module}, which a GPU collection needs"
     for view in views:
         reason = view.no_gpu.get(kind)
         if reason:
             return f"worker {view.address}: {reason}"
+    for module in _KERNEL_NEEDS[kind]:
+        if module not in sys.modules and importlib.util.find_spec(module) is None:
+            return f"the kernel cannot import {module}, which a GPU collection needs"
     return None
 
 
-def _failure(future: Any, where: str) -> Failed:
+def _failure(future: Any, where: str | None) -> Failed:
+    """Why ``future`` failed, as a sentence; ``where``: the worker it was pinned to, if any."""
+    place = f"on worker {where}" if where else "on the cluster"
     error: BaseException | None = None
     try:
         error = future.exception(timeout=PROBE_TIMEOUT)
     except Exception as err:  # a cancelled or lost future has no exception of its own
         log.debug("no exception for %s", future.key, exc_info=True)
-        return Failed(f"a task on {where} did not finish ({future.status}: {err})", err, "left")
+        return Failed(f"a task {place} did not finish ({future.status}: {err})", err, "left")
     text = f"{type(error).__name__}: {error}"
     memory = isinstance(error, MemoryError) or ("out of" in text and "memory" in text.lower())
     kind = "memory" if memory else "error"
     if isinstance(error, worker.PartitionError):
-        return Failed(f"on worker {where}: {error}", error, kind)
-    if memory:
+        return Failed(f"{place}: {error}", error, kind)
+    if memory and where:
         return Failed(f"worker {where} ran out of memory ({text})", error, kind)
-    return Failed(f"on worker {where}: {text}", error)
+    return Failed(f"{place}: {text}", error, kind)
 
 
 def left(address: str) -> str:
@@ -149,23 +153,41 @@ def left(address: str) -> str:
     )
 
 
+def _check_workers(client: Any, needed: Collection[str], paused: dict[str, float]) -> None:
+    """:class:`Failed` when a worker the transfer needs has left, or has been paused (its
+    memory nearly full) for ``PAUSE_GRACE`` seconds; ``paused``: since when each one is."""
+    if not needed:
+        return
+    now = workers_now(client)
+    for address in sorted(needed):
+        if address not in now:
+            raise Failed(left(address), kind="left")
+        if now[address].get("status") != "paused":
+            paused.pop(address, None)
+        elif time.monotonic() - paused.setdefault(address, time.monotonic()) > PAUSE_GRACE:
+            raise Failed(
+                f"worker {address} has been paused for {PAUSE_GRACE:g} s: its memory is nearly "
+                "full (Dask pauses a worker above distributed.worker.memory.pause of its limit)",
+                kind="memory",
+            )
+
+
 def wait_for(client: Any, futures: Sequence[Any], where: Mapping[str, str]) -> None:
-    """Wait until ``futures`` are done; :class:`Failed` when one fails or a worker they
-    depend on (``where``: future key → worker address) leaves the cluster."""
+    """Wait until ``futures`` are done; :class:`Failed` when one fails, or when a worker they
+    depend on (``where``: future key → worker address) leaves the cluster or pauses."""
     from distributed import wait
 
     pending = list(futures)
     needed: Collection[str] = set(where.values())
+    paused: dict[str, float] = {}
     while pending:
         try:
             with client.as_current():  # wait() finds the client by itself otherwise
                 result = wait(pending, timeout=_POLL, return_when="FIRST_COMPLETED")
         except TimeoutError:
-            gone = sorted(set(needed) - set(workers_now(client)))
-            if gone:
-                raise Failed(left(gone[0]), kind="left") from None
+            _check_workers(client, needed, paused)
             continue
         for future in result.done:
             if future.status != "finished":
-                raise _failure(future, where.get(future.key, "a worker"))
+                raise _failure(future, where.get(future.key))
         pending = list(result.not_done)

@@ -81,13 +81,28 @@ def _on_host(obj: Any) -> Any:
 
 
 class _Transaction:
-    """One call: the cluster surveyed once, a placer per variable, all undone on failure."""
+    """One call: the cluster surveyed once (when a variable first needs it), a placer per
+    variable, all undone on failure."""
 
     def __init__(self, client: Any, segments: shared_memory.Segments | None, report: Report):
-        self.client, self.segments, self.report = client, segments, report
-        self.views: list[WorkerView] = cluster_view.survey(client, segments)
+        self._client, self.segments, self.report = client, segments, report
+        self._views: list[WorkerView] | None = None
         self.placers: list[Placer] = []
         self.unavailable: list[str] = []
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            magic = "%%to_gpu" if self.report.direction == "gpu" else "%%to_cpu"
+            self._client = cluster_view.default_client(f"{magic} {self.report.flag}")
+        return self._client
+
+    @property
+    def views(self) -> list[WorkerView]:
+        if self._views is None:
+            self._views = cluster_view.survey(self.client, self.segments)
+            log.debug("workers: %s", self._views)
+        return self._views
 
     def placer(self) -> Placer:
         self.placers.append(Placer(self.client))
@@ -144,7 +159,12 @@ class _Transaction:
 
     def gather(self, name: str, obj: Any) -> Any:
         started = time.perf_counter()
-        host, routes, rounds = gathering.gather(obj, self.placer(), self.views, self.segments)
+        if persisted.is_index(obj):  # an Index has no columns to lay out: Dask's own way
+            host = _on_host(self.client.compute(obj).result())
+            routes, rounds = [("", "client")], 0
+        else:
+            placer = self.placer()
+            host, routes, rounds = gathering.gather(obj, placer, self.views, self.segments)
         seconds = time.perf_counter() - started
         source = "DataFrame" if is_dask_dataframe(obj) else "Array"
         label = f"Dask {source} → {'NumPy' if _is_numpy(host) else 'pandas'}"
@@ -194,8 +214,6 @@ def _transact(
     leave_on_host: str | None,
 ) -> list[str]:
     """Run ``move`` on each name (None: leave it); rebind all, or none and undo everything."""
-    magic = "%%to_gpu" if report.direction == "gpu" else "%%to_cpu"
-    client = client if client is not None else cluster_view.default_client(f"{magic} {report.flag}")
     staged: dict[str, Any] = {}
     by_identity: dict[int, Any] = {}
     with _segments() as segments:

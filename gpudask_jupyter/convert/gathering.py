@@ -234,6 +234,7 @@ def gather(
     """(the host object, (worker, route) per partition, rounds through shared memory)."""
     is_array = not persisted.is_dataframe(collection)
     if is_array and not persisted.row_blocks(collection.chunks):
+        log.debug("blocks across columns: through the client")
         backs = _start(collection, placer, views, shm=False)
         return _concatenated(backs, placer, collection), [(b.holder, "client") for b in backs], 0
     backs = _start(collection, placer, views, shm=segments is not None)
@@ -241,6 +242,7 @@ def gather(
     final = _final_layout(backs)
     routes = [(b.holder, b.route) for b in backs]
     if final is None:
+        log.debug("partitions of different layouts: joined by pandas / NumPy")
         return _concatenated(backs, placer, collection), [(b.holder, "client") for b in backs], 0
     arrays = _allocate(final, backs)
     rounds = 0

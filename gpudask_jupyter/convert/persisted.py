@@ -64,6 +64,14 @@ def is_dataframe(obj: Any) -> bool:
     return is_dask_dataframe(obj)
 
 
+def is_index(obj: Any) -> bool:
+    """A Dask Index collection (``ddf.index``)."""
+    import sys
+
+    dd = sys.modules.get("dask.dataframe")
+    return dd is not None and isinstance(obj, dd.Index)
+
+
 def partitions(client: Any, collection: Any) -> tuple[list[Any], list[tuple[int, ...]]]:
     """The collection's partitions as futures (computed where its data lives), with each
     block's position in the block grid (arrays; ``(i,)`` for frames)."""

@@ -4,6 +4,9 @@ A transfer makes many futures (scattered parts, partial partitions, finished par
 anything fails, or the user interrupts, all of them are cancelled, so no partition stays on a
 worker's memory or GPU. Each future also remembers its worker, so that a wait can tell which
 worker it depends on (see :func:`.cluster_view.wait_for`).
+
+Futures of keys this package did not make (the partitions of a user's collection, computed for
+``--gather``) are only let go on failure, never cancelled: their keys may be the user's own.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ class Placer:
     def __init__(self, client: Any) -> None:
         self.client = client
         self.where: dict[str, str] = {}  # future key → worker address
-        self._futures: list[Any] = []
+        self._futures: list[Any] = []  # of keys made here: cancelled on failure
+        self._borrowed: list[Any] = []  # of keys that may be the user's: only let go
 
     def _keep(self, futures: Sequence[Any], address: str) -> None:
         for future in futures:
@@ -48,8 +52,8 @@ class Placer:
         return futures
 
     def adopt(self, futures: Sequence[Any]) -> None:
-        """Futures made elsewhere (on no chosen worker) that a failure must cancel too."""
-        self._futures.extend(futures)
+        """Futures of keys this package did not choose: held while the transfer runs."""
+        self._borrowed.extend(futures)
 
     @staticmethod
     def is_future(obj: Any) -> bool:
@@ -59,7 +63,7 @@ class Placer:
 
     def cancel(self) -> None:
         """Cancel and forget every future made: nothing stays on the workers."""
-        futures, self._futures = self._futures, []
+        futures, self._futures, self._borrowed = self._futures, [], []
         self.where.clear()
         if not futures:
             return
@@ -70,5 +74,5 @@ class Placer:
 
     def forget(self) -> None:
         """Drop the references to intermediate futures once the result holds what it needs."""
-        self._futures = []
+        self._futures, self._borrowed = [], []
         self.where.clear()

@@ -224,6 +224,10 @@ def place(
         builder.one_round(plan[0], parts)
     elif plan:
         builder.rounds(plan, parts)
+    log.debug(
+        "%d partitions, %d through shared memory in %d rounds", len(parts),
+        sum(p.shared for p in parts), len(plan),
+    )  # fmt: skip
     builder.scattered([p for p in parts if not p.shared], _library(obj, gpu))
     wait_for(placer.client, [p.data for p in parts], placer.where)
     return parts, len(plan)
