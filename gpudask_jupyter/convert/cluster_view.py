@@ -17,7 +17,7 @@ import logging
 import secrets
 import sys
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,9 +172,9 @@ def _check_workers(client: Any, needed: Collection[str], paused: dict[str, float
             )
 
 
-def wait_for(client: Any, futures: Sequence[Any], where: Mapping[str, str]) -> None:
-    """Wait until ``futures`` are done; :class:`Failed` when one fails, or when a worker they
-    depend on (``where``: future key → worker address) leaves the cluster or pauses."""
+def completed(client: Any, futures: Sequence[Any], where: Mapping[str, str]) -> Iterator[Any]:
+    """``futures`` as each one finishes; :class:`Failed` when one fails, or when a worker they
+    depend on (``where``: future key → worker address) leaves the cluster or stays paused."""
     from distributed import wait
 
     pending = list(futures)
@@ -190,4 +190,11 @@ def wait_for(client: Any, futures: Sequence[Any], where: Mapping[str, str]) -> N
         for future in result.done:
             if future.status != "finished":
                 raise _failure(future, where.get(future.key))
+        yield from result.done
         pending = list(result.not_done)
+
+
+def wait_for(client: Any, futures: Sequence[Any], where: Mapping[str, str]) -> None:
+    """Wait until ``futures`` are done (see :func:`completed`)."""
+    for _ in completed(client, futures, where):
+        pass

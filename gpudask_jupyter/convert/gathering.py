@@ -26,7 +26,7 @@ from typing import Any
 
 from . import layout as layouts
 from . import persisted, pieces, shared_memory, staging, worker
-from .cluster_view import WorkerView, wait_for
+from .cluster_view import WorkerView, completed, wait_for
 from .layout import Layout
 from .placing import Placer
 
@@ -140,19 +140,20 @@ def _through_segments(
     threads = max(1, staging.default_threads())
     with ThreadPoolExecutor(threads, thread_name_prefix="gpudask-shm") as pool:
         for deliveries in plan:
-            paths = [segments.create() for _ in deliveries]
-            writes = [
-                placer.submit(worker.write, shared[d.partition].holder,
-                              shared[d.partition].host, path, d.pieces)
-                for d, path in zip(deliveries, paths, strict=True)
-            ]  # fmt: skip
-            wait_for(placer.client, writes, placer.where)
-            jobs = [
-                pool.submit(_read, d, path, shared[d.partition].into, segments)
-                for d, path in zip(deliveries, paths, strict=True)
-            ]
-            for job in jobs:
-                job.result()
+            writes: dict[str, tuple[pieces.Delivery, str, Back]] = {}
+            futures = []
+            for delivery in deliveries:
+                back, path = shared[delivery.partition], segments.create()
+                futures.append(
+                    placer.submit(worker.write, back.holder, back.host, path, delivery.pieces)
+                )
+                writes[futures[-1].key] = (delivery, path, back)
+            reads = []
+            for future in completed(placer.client, futures, placer.where):
+                delivery, path, back = writes[future.key]  # read as soon as it is written
+                reads.append(pool.submit(_read, delivery, path, back.into, segments))
+            for read in reads:
+                read.result()
     return len(plan)
 
 

@@ -18,10 +18,11 @@ cancels every future made so far; the caller's segments are removed by its ``Seg
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,33 +130,35 @@ class _Builder:
                 shared_memory.write_at(fd, data, piece.offset)
         return path
 
+    @contextlib.contextmanager
     def _fill_all(
         self, deliveries: Sequence[pieces.Delivery], parts: Sequence[Part]
-    ) -> Any:  # yields (delivery, path) as each segment is written
+    ) -> Iterator[Iterator[tuple[pieces.Delivery, str]]]:
+        """(delivery, segment path) as each segment is written, several at a time; on leaving,
+        every writing thread has stopped (a failure or Ctrl-C cancels what had not started)."""
         threads = min(len(deliveries), staging.default_threads()) or 1
         pool = ThreadPoolExecutor(threads, thread_name_prefix="gpudask-shm")
         try:
             jobs = {pool.submit(self._fill, d, parts[d.partition]): d for d in deliveries}
-            for job in as_completed(jobs):
-                yield jobs[job], job.result()
+            yield ((jobs[job], job.result()) for job in as_completed(jobs))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def one_round(self, deliveries: Sequence[pieces.Delivery], parts: Sequence[Part]) -> None:
         """Every partition whole in its own segment, built as soon as its segment is written."""
-        for delivery, path in self._fill_all(deliveries, parts):
-            part = parts[delivery.partition]
-            part.data = self.placer.submit(
-                worker.build, part.owner.address, part.layout, path, delivery.pieces,
-                part.rest, self.gpu,
-            )  # fmt: skip
+        with self._fill_all(deliveries, parts) as written:
+            for delivery, path in written:
+                part = parts[delivery.partition]
+                args = (part.layout, path, delivery.pieces, part.rest, self.gpu)
+                part.data = self.placer.submit(worker.build, part.owner.address, *args)
 
     def rounds(self, plan: Sequence[Sequence[pieces.Delivery]], parts: Sequence[Part]) -> None:
         """Partitions arriving over several rounds, each round's segments removed after it."""
         assert self.segments is not None
         received: dict[int, Any] = {}
         for deliveries in plan:
-            written = list(self._fill_all(deliveries, parts))
+            with self._fill_all(deliveries, parts) as filling:
+                written = list(filling)
             futures = []
             for delivery, path in written:
                 part = parts[delivery.partition]
