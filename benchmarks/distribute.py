@@ -234,13 +234,15 @@ def start(cpu: bool) -> tuple[Any, Any, bool]:
         try:
             from dask_cuda import LocalCUDACluster
 
-            cluster = LocalCUDACluster()
+            cluster = LocalCUDACluster(host="127.0.0.1", dashboard_address="127.0.0.1:0")
             return cluster, Client(cluster), True
         except ImportError:
             print("dask-cuda is not installed: a CPU cluster instead")
     from distributed import LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+    )
     return cluster, Client(cluster), False
 
 

@@ -60,7 +60,11 @@ def client() -> Iterator[Any]:
         # a worker paused by a test stays paused: memory does not resume it
         dask.config.set({"distributed.worker.memory.pause": False}),
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
         ) as cluster,
         Client(cluster) as client,
     ):
@@ -258,11 +262,7 @@ def test_a_failed_gather_leaves_the_collection_alone(client, monkeypatch) -> Non
 
 
 def test_a_worker_paused_for_lack_of_memory_fails_the_transfer(client, monkeypatch) -> None:
-    from distributed.core import Status
-
-    def pause(dask_worker: Any, paused: bool) -> None:
-        dask_worker.status = Status.paused if paused else Status.running
-
+    pause = _pause
     monkeypatch.setattr(cluster_view, "PAUSE_GRACE", 1.0)
     victim = sorted(client.scheduler_info()["workers"])[0]
     client.run(pause, paused=True, workers=[victim])
@@ -379,25 +379,38 @@ distribute_names(ns, ["df"], client=client)
 """
 
 
+def _pause(dask_worker: Any, paused: bool) -> None:
+    from distributed.core import Status
+
+    dask_worker.status = Status.paused if paused else Status.running
+
+
 def test_segments_of_a_killed_kernel_are_removed_at_the_next_use(client, tmp_path) -> None:
     import subprocess
     import sys
 
     script = tmp_path / "kernel.py"
     script.write_text(KILLED_KERNEL)
+    # a paused worker does not read its segments: some are still there when the kernel dies
+    client.run(_pause, paused=True, workers=[sorted(client.scheduler_info()["workers"])[0]])
     kernel = subprocess.Popen(
         [sys.executable, str(script), client.scheduler.address], stdout=subprocess.PIPE
     )
+    prefix = f"{shared_memory.PREFIX}{kernel.pid}-"
+
+    def left() -> list[str]:
+        return [n for n in shared_memory.ours() if n.startswith(prefix) and ".probe" not in n]
+
     try:
-        prefix = f"{shared_memory.PREFIX}{kernel.pid}-"
         deadline = time.monotonic() + 120
-        while not [n for n in shared_memory.ours() if n.startswith(prefix)]:
+        while not left():
             assert kernel.poll() is None and time.monotonic() < deadline, "no transfer seen"
             time.sleep(0.005)
     finally:
         kernel.kill()
         kernel.wait()
-    assert [n for n in shared_memory.ours() if n.startswith(prefix)]  # left behind
+        client.run(_pause, paused=False)
+    assert left()  # left behind by the killed kernel
     to_gpu(_frame(1000), distribute=True, client=client)  # the next use
     assert not [n for n in shared_memory.ours() if n.startswith(prefix)]
     assert _held(client) == 0  # the dead client's partitions went with it

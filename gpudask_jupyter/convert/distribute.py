@@ -151,28 +151,27 @@ class _Transaction:
         futures = futures_of(done)
         placer.adopt(futures)
         cluster_view.wait_for(self.client, futures, {})
-        what = "DataFrame" if frame else "Array"
-        label = f"Dask {what} → persisted ({backend})"
+        label = f"Dask {type(obj).__name__} → persisted ({backend})"
         seconds = time.perf_counter() - started
         self.report.moved.append(Moved(name, label, None, None, seconds, "persist"))
         return done
 
     def gather(self, name: str, obj: Any) -> Any:
         started = time.perf_counter()
+        routes: list[tuple[str, str]] = [("the cluster", "client")]
+        rounds = 0
         if persisted.is_index(obj):  # an Index has no columns to lay out: Dask's own way
             host = _on_host(self.client.compute(obj).result())
-            routes, rounds = [("", "client")], 0
         else:
             placer = self.placer()
             host, routes, rounds = gathering.gather(obj, placer, self.views, self.segments)
+            self.report.notes.append(placement(name, routes))
         seconds = time.perf_counter() - started
-        source = "DataFrame" if is_dask_dataframe(obj) else "Array"
-        label = f"Dask {source} → {'NumPy' if _is_numpy(host) else 'pandas'}"
+        label = f"Dask {type(obj).__name__} → {'NumPy' if _is_numpy(host) else 'pandas'}"
         moved = Moved(
             name, label, shape_of(host), nbytes_of(host), seconds, summary(routes, rounds)
         )
         self.report.moved.append(moved)
-        self.report.notes.append(placement(name, routes))
         return host
 
     def cancel(self) -> None:

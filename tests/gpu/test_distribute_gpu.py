@@ -31,7 +31,10 @@ def client() -> Iterator[Any]:
     from dask_cuda import LocalCUDACluster
     from distributed import Client
 
-    with LocalCUDACluster(dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCUDACluster(host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster,
+        Client(cluster) as client,
+    ):
         yield client
 
 
