@@ -88,6 +88,13 @@ OPTIONS: dict[str, Option] = {
             "use, reused, released by `%unload_ext`).",
         ),
         Option(
+            "distribute-shm-limit",
+            "0",
+            parse_bytes,
+            "Most shared memory (`/dev/shm`) one `--distribute` / `--gather` transfer holds at "
+            "once; larger data crosses in rounds. 0: three quarters of what is free there.",
+        ),
+        Option(
             "transfer-threshold",
             "16MiB",
             parse_bytes,
@@ -100,13 +107,6 @@ OPTIONS: dict[str, Option] = {
             _positive_int,
             "Host threads that fill and drain the pinned buffers; 0 picks all but two of the "
             "cores the kernel may use (2 to 16).",
-        ),
-        Option(
-            "distribute-shm-limit",
-            "0",
-            parse_bytes,
-            "Most shared memory (`/dev/shm`) one `--distribute` / `--gather` transfer holds at "
-            "once; larger data crosses in rounds. 0: three quarters of what is free there.",
         ),
         Option(
             "refresh-interval",
