@@ -39,6 +39,20 @@ def task_stream_plugin(scheduler: Any) -> Any:
     return scheduler._task_stream_plugin()
 
 
+def run_on_workers(client: Any, function: Any, timeout: float, *args: Any) -> dict[str, Any]:
+    """``function(*args)`` on every worker, bounded by ``timeout``: address → result, or the
+    exception that worker raised.
+
+    ``Client.run`` takes no timeout; its coroutine ``Client._run`` (private; distributed 2024.8 –
+    2026.8) is driven through ``Client.sync`` with ``callback_timeout``, as for
+    :func:`run_on_scheduler`.
+    """
+    result: dict[str, Any] = client.sync(
+        client._run, function, *args, on_error="return", callback_timeout=timeout
+    )
+    return result
+
+
 # -- dask ------------------------------------------------------------------------------------------
 
 

@@ -108,6 +108,13 @@ OPTIONS: dict[str, Option] = {
             "use, reused, released by `%unload_ext`).",
         ),
         Option(
+            "distribute-shm-limit",
+            "0",
+            parse_bytes,
+            "Most shared memory (`/dev/shm`) one `--distribute` / `--gather` transfer holds at "
+            "once; larger data crosses in rounds. 0: three quarters of what is free there.",
+        ),
+        Option(
             "transfer-threshold",
             "16MiB",
             parse_bytes,

@@ -18,12 +18,14 @@ if [[ $what == tests || $what == all ]]; then
   CUDA_VISIBLE_DEVICES=0 $py -m pytest -p no:cacheprovider -m gpu tests/gpu -ra "$@" 2>&1 \
     | tee "$out/gpu-tests-one-gpu.log" || status=1
   if (( n > 1 )); then
-    $py -m pytest -p no:cacheprovider -m gpu tests/gpu/test_cluster_gpu.py -ra "$@" 2>&1 \
+    $py -m pytest -p no:cacheprovider -m gpu tests/gpu/test_cluster_gpu.py \
+      tests/gpu/test_distribute_gpu.py -ra "$@" 2>&1 \
       | tee "$out/gpu-tests-all-gpus.log" || status=1
   fi
 fi
 if [[ $what == bench || $what == all ]]; then
   $py benchmarks/transfer.py --sweep 2>&1 | tee "$out/transfer.log" || status=1
+  $py benchmarks/distribute.py 2>&1 | grep -v -E 'INFO|WARNING' | tee "$out/distribute.log" || status=1
   $py benchmarks/cluster_start.py 2>&1 | grep -v -E 'INFO|WARNING' | tee "$out/cluster_start.log" || status=1
   $py benchmarks/panel_overhead.py --repeat 9 --seconds 3 2>&1 | tee "$out/panel_overhead.log" || status=1
   $py benchmarks/notebooks.py 2>&1 | tee "$out/notebooks.log" || status=1

@@ -2,6 +2,9 @@
 
 ``to_gpu(obj)`` / ``to_cpu(obj)`` convert one object; :func:`convert_names` converts several
 variables of a namespace as one transaction. Objects no converter knows are returned unchanged.
+``to_gpu(obj, distribute=True)`` spreads a pandas / NumPy object over the cluster's workers as a
+persisted Dask collection, ``to_cpu(obj, gather=True)`` brings one back
+(:func:`.distribute.distribute_names`, :func:`.distribute.gather_names`).
 Without a usable GPU the data stays on the host and the user is told once, unless a GPU is
 required, which makes it an error.
 """
@@ -70,22 +73,66 @@ def _convert(obj: Any, direction: Direction, device: int | None, require_gpu: bo
         required_by="require_gpu=True" if require_gpu else "the require-gpu option",
         leave_on_host="keep it on the host",
     )
-    for why in unavailable:
-        message = notice_once(why)
-        if message:
-            warnings.warn(message, GpuUnavailableWarning, stacklevel=3)
+    _warn(unavailable, 3)
     return namespace["argument"]
 
 
-def to_gpu(obj: Any, *, device: int | None = None, require_gpu: bool | None = None) -> Any:
+def _warn(unavailable: list[str], stacklevel: int) -> None:
+    """Tell once per reason why data stayed on the host (``stacklevel``: the caller's)."""
+    for why in unavailable:
+        message = notice_once(why)
+        if message:
+            warnings.warn(message, GpuUnavailableWarning, stacklevel=stacklevel + 1)
+
+
+def to_gpu(
+    obj: Any,
+    *,
+    device: int | None = None,
+    require_gpu: bool | None = None,
+    distribute: bool = False,
+    npartitions: int | None = None,
+    client: Any = None,
+) -> Any:
     """pandas → cuDF, NumPy → CuPy, Dask DataFrame/Array → cuDF/CuPy-backed (lazily).
 
     Equal to ``cudf.from_pandas`` / ``cupy.asarray``; large numeric data moves through pinned
     memory. Other objects are returned unchanged.
+
+    ``distribute=True``: instead, spread a pandas DataFrame / Series or NumPy array over every
+    worker of the cluster (``client``, by default ``distributed.default_client()``) as a
+    persisted dask-cuDF / CuPy-backed Dask collection (pandas / NumPy partitions on CPU
+    workers), in ``npartitions`` partitions balanced by bytes (by default about 512 MiB each,
+    at least one per worker).
     """
-    return _convert(obj, "gpu", device, require_gpu)
+    if not distribute:
+        return _convert(obj, "gpu", device, require_gpu)
+    from .distribute import distribute_names
+
+    namespace = {"argument": obj}
+    _, unavailable = distribute_names(
+        namespace,
+        ["argument"],
+        client=client,
+        npartitions=npartitions,
+        require_gpu=config.require_gpu(require_gpu),
+        required_by="require_gpu=True" if require_gpu else "the require-gpu option",
+        leave_on_host="keep it on the host",
+    )
+    _warn(unavailable, 2)
+    return namespace["argument"]
 
 
-def to_cpu(obj: Any) -> Any:
-    """cuDF → pandas, CuPy → NumPy, GPU-backed Dask collections → pandas/NumPy-backed."""
-    return _convert(obj, "cpu", None, False)
+def to_cpu(obj: Any, *, gather: bool = False, client: Any = None) -> Any:
+    """cuDF → pandas, CuPy → NumPy, GPU-backed Dask collections → pandas/NumPy-backed (lazily).
+
+    ``gather=True``: a Dask collection comes back as one pandas / NumPy object in this process
+    (computed on the cluster first if it is not persisted).
+    """
+    if not gather:
+        return _convert(obj, "cpu", None, False)
+    from .distribute import gather_names
+
+    namespace = {"argument": obj}
+    gather_names(namespace, ["argument"], client=client, leave_on_host="keep it on the cluster")
+    return namespace["argument"]

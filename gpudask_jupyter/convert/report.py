@@ -63,9 +63,13 @@ class Report:
     direction: str
     moved: list[Moved] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. where each partition went, and how
+    flag: str = ""  # the magic's flag that made this report ("--distribute", "--gather")
 
     def table(self) -> Table:
         title = "%%to_gpu" if self.direction == "gpu" else "%%to_cpu"
+        if self.flag:
+            title += f" {self.flag}"
         if not self.moved:
             title += ": nothing moved"
         table = Table(title, ["name", "from → to", "shape", "bytes", "seconds", "GB/s", "via"])
@@ -77,6 +81,7 @@ class Report:
                 size, seconds = format_bytes(m.nbytes), format_seconds(m.seconds)
                 speed = f"{m.gbps:.1f}" if m.gbps is not None else "–"
             table.add(m.name, m.label, shape or "()", size, seconds, speed, m.path)
+        table.notes.extend(self.notes)
         if self.skipped:
             table.notes.append(
                 "skipped: " + ", ".join(f"{name} ({why})" for name, why in self.skipped)

@@ -1,0 +1,307 @@
+"""A table bigger than one GPU: ``to_gpu(distribute=True)`` / ``to_cpu(gather=True)`` against
+today's ways of putting a pandas frame or NumPy array on every worker of a cluster, and back.
+
+One table, every anchor measured in the same run on the same bytes (a frame of eight float64
+columns, and an array of the same size):
+
+  to the cluster (persisted, waited for)
+    dd.from_pandas(df, npartitions=N).to_backend("cudf").persist()
+    client.scatter of pandas parts, then cudf.from_pandas on the workers
+    da.from_array(arr, chunks).map_blocks(cupy.asarray).persist()
+    for scale: cudf.from_pandas(df) onto one GPU in the kernel; to_gpu(df) / to_gpu(arr) (pinned)
+    ours: to_gpu(df, distribute=True), to_gpu(arr, distribute=True)
+  back
+    .compute() of the dask-cuDF collection, then .to_pandas()   (.compute() for the array)
+    ours: to_cpu(collection, gather=True)
+
+Each case runs ``--runs`` times (5): median, spread (min–max), GB/s at the median and the ratio of
+the anchor's median to ours. Then, on GPUs, one failed attempt (a worker's GPU nearly full) and
+the memory left on each GPU before and after it.
+
+    python benchmarks/distribute.py [--gib 8] [--runs 5]      # every GPU, one worker each
+    python benchmarks/distribute.py --cpu --gib 0.25          # a CPU cluster of 2 workers
+
+With ``--cpu`` the partitions are pandas / NumPy and the anchors ``dd.from_pandas(...).persist()``,
+``client.scatter`` and ``da.from_array(...).persist()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def _timed(run: Callable[[], Any], runs: int, release: Callable[[], None]) -> list[float]:
+    times = []
+    for _ in range(runs):
+        gc.collect()
+        t0 = time.perf_counter()
+        result = run()
+        times.append(time.perf_counter() - t0)
+        del result
+        release()
+    return times
+
+
+def _persisted(client: Any, collection: Any) -> Any:
+    from distributed import futures_of, wait
+
+    done = client.persist(collection)
+    wait(futures_of(done))
+    return done
+
+
+def _scattered(client: Any, df: Any, n: int, gpu: bool) -> Any:
+    from distributed import wait
+
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    step = -(-len(df) // n)
+    futures = [
+        client.scatter(df.iloc[i * step : (i + 1) * step], workers=[workers[i % len(workers)]])
+        for i in range(n)
+    ]
+    if gpu:
+        import cudf
+
+        futures = client.map(cudf.from_pandas, futures, pure=False)
+    wait(futures)
+    return futures
+
+
+def cases(client: Any, df: Any, arr: Any, n: int, gpu: bool) -> dict[str, Callable[[], Any]]:
+    """What each row of the table runs, by name (anchors first, ours last per group)."""
+    import dask.array as da
+    import dask.dataframe as dd
+
+    from gpudask_jupyter.convert import to_gpu
+
+    chunks = (-(-arr.shape[0] // n), arr.shape[1])
+    found: dict[str, Callable[[], Any]] = {}
+    if gpu:
+        import cudf
+        import cupy
+
+        found["dd.from_pandas().to_backend('cudf').persist()"] = lambda: _persisted(
+            client, dd.from_pandas(df, npartitions=n).to_backend("cudf")
+        )
+        found["scatter + cudf.from_pandas on workers"] = lambda: _scattered(client, df, n, True)
+        found["da.from_array().map_blocks(cupy.asarray).persist()"] = lambda: _persisted(
+            client, da.from_array(arr, chunks=chunks).map_blocks(cupy.asarray)
+        )
+        found["one GPU: cudf.from_pandas(df)"] = lambda: cudf.from_pandas(df)
+        found["one GPU: to_gpu(df)"] = lambda: to_gpu(df)
+        found["one GPU: to_gpu(arr)"] = lambda: to_gpu(arr)
+    else:
+        found["dd.from_pandas().persist()"] = lambda: _persisted(
+            client, dd.from_pandas(df, npartitions=n)
+        )
+        found["scatter of pandas parts"] = lambda: _scattered(client, df, n, False)
+        found["da.from_array().persist()"] = lambda: _persisted(
+            client, da.from_array(arr, chunks=chunks)
+        )
+    found["ours: to_gpu(df, distribute=True)"] = lambda: to_gpu(df, distribute=True)
+    found["ours: to_gpu(arr, distribute=True)"] = lambda: to_gpu(arr, distribute=True)
+    return found
+
+
+def gather_cases(client: Any, df: Any, arr: Any, gpu: bool) -> dict[str, Callable[[], Any]]:
+    from gpudask_jupyter.convert import to_cpu, to_gpu
+
+    frame = to_gpu(df, distribute=True)
+    array = to_gpu(arr, distribute=True)
+    if gpu:
+        found = {
+            "frame: .compute().to_pandas()": lambda: frame.compute().to_pandas(),
+            "array: .compute().get()": lambda: array.compute().get(),
+        }
+    else:
+        found = {
+            "frame: .compute()": lambda: frame.compute(),
+            "array: .compute()": lambda: array.compute(),
+        }
+    found["ours: frame to_cpu(gather=True)"] = lambda: to_cpu(frame, gather=True)
+    found["ours: array to_cpu(gather=True)"] = lambda: to_cpu(array, gather=True)
+    return found
+
+
+RATIOS = {  # ours → the anchors it is compared with
+    "ours: to_gpu(df, distribute=True)": [
+        "dd.from_pandas().to_backend('cudf').persist()",
+        "scatter + cudf.from_pandas on workers",
+        "one GPU: to_gpu(df)",
+        "dd.from_pandas().persist()",
+        "scatter of pandas parts",
+    ],
+    "ours: to_gpu(arr, distribute=True)": [
+        "da.from_array().map_blocks(cupy.asarray).persist()",
+        "one GPU: to_gpu(arr)",
+        "da.from_array().persist()",
+    ],
+    "ours: frame to_cpu(gather=True)": ["frame: .compute().to_pandas()", "frame: .compute()"],
+    "ours: array to_cpu(gather=True)": ["array: .compute().get()", "array: .compute()"],
+}
+
+
+def table(results: dict[str, list[float]], nbytes: int) -> str:
+    lines = [
+        "| case | median s | min–max s | GB/s | anchor median / ours median |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, times in results.items():
+        median = statistics.median(times)
+        ratios = [
+            f"{statistics.median(results[a]) / median:.1f}× vs {a}"
+            for a in RATIOS.get(name, [])
+            if a in results
+        ]
+        lines.append(
+            f"| {name} | {median:.3f} | {min(times):.3f}–{max(times):.3f} | "
+            f"{nbytes / median / 1e9:.2f} | {'; '.join(ratios)} |"
+        )
+    return "\n".join(lines)
+
+
+def _free_memory(client: Any) -> dict[str, int]:
+    def free() -> int:
+        import cupy
+
+        return int(cupy.cuda.runtime.memGetInfo()[0])
+
+    found: dict[str, int] = client.run(free)
+    return found
+
+
+def failed_attempt(client: Any, df: Any) -> None:
+    """Fill one worker's GPU, try to distribute, and show what each GPU has free around it."""
+    from gpudask_jupyter.convert import to_gpu
+
+    def hog(leave: int) -> int:
+        import cupy
+        from distributed import get_worker
+
+        free = int(cupy.cuda.runtime.memGetInfo()[0])
+        get_worker().gpudask_hog = cupy.empty(max(0, free - leave), dtype="u1")
+        return free - leave
+
+    def unhog() -> None:
+        import cupy
+        from distributed import get_worker
+
+        get_worker().gpudask_hog = None
+        cupy.get_default_memory_pool().free_all_blocks()
+
+    before = _free_memory(client)
+    victim = sorted(before)[0]
+    client.run(hog, 256 * 2**20, workers=[victim])
+    during = _free_memory(client)
+    try:
+        to_gpu(df, distribute=True)
+        print("the failed attempt did not fail")
+    except Exception as err:
+        print(f"failed attempt: {err}")
+    after = _free_memory(client)
+    client.run(unhog, workers=[victim])
+    print(
+        "| worker | free before GiB | free with one GPU filled GiB | free after the failure GiB |"
+    )
+    print("| --- | --- | --- | --- |")
+    for worker in sorted(before):
+        print(
+            f"| {worker} | {before[worker] / 2**30:.2f} | {during[worker] / 2**30:.2f} | "
+            f"{after[worker] / 2**30:.2f} |"
+        )
+
+
+def make_data(gib: float) -> tuple[Any, Any]:
+    import numpy as np
+    import pandas as pd
+
+    rows = int(gib * 2**30) // 64
+    rng = np.random.default_rng(0)
+    arr = rng.standard_normal((rows, 8))
+    df = pd.DataFrame({f"c{i}": arr[:, i].copy() for i in range(8)})
+    return df, arr
+
+
+def start(cpu: bool) -> tuple[Any, Any, bool]:
+    from distributed import Client
+
+    if not cpu:
+        try:
+            from dask_cuda import LocalCUDACluster
+
+            cluster = LocalCUDACluster(host="127.0.0.1", dashboard_address="127.0.0.1:0")
+            return cluster, Client(cluster), True
+        except ImportError:
+            print("dask-cuda is not installed: a CPU cluster instead")
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+    )
+    return cluster, Client(cluster), False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gib", type=float, default=8.0)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cpu", action="store_true", help="a CPU cluster: pandas partitions")
+    args = parser.parse_args()
+    import warnings
+
+    warnings.simplefilter("ignore")  # the CPU run's "no GPU" notice
+    cluster, client, gpu = start(args.cpu)
+    workers = len(client.scheduler_info(n_workers=-1)["workers"])
+    n = workers * max(1, round(args.gib * 2**30 / workers / (512 * 2**20)))
+    df, arr = make_data(args.gib)
+    small_df, small_arr = make_data(min(args.gib, 1 / 16))
+
+    def release() -> None:
+        gc.collect()
+        if gpu:
+            import cupy
+
+            cupy.get_default_memory_pool().free_all_blocks()
+        deadline = time.monotonic() + 30
+        while any(client.has_what().values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    for run in cases(client, small_df, small_arr, n, gpu).values():  # imports, pinned buffers
+        run()
+        release()
+    results = {
+        name: _timed(run, args.runs, release)
+        for name, run in cases(client, df, arr, n, gpu).items()
+    }
+    results.update(
+        {
+            name: _timed(run, args.runs, gc.collect)
+            for name, run in gather_cases(client, df, arr, gpu).items()
+        }
+    )
+    release()
+    kind = "GPU" if gpu else "CPU"
+    print(
+        f"\n{args.gib:g} GiB (eight float64 columns; the array the same size), {workers} {kind} "
+        f"workers, {n} partitions, {args.runs} runs per case\n"
+    )
+    print(table(results, df.memory_usage(index=True).sum()))
+    from gpudask_jupyter.convert.distribute import distribute_names
+
+    report, _ = distribute_names({"df": df, "arr": arr}, ["df", "arr"])
+    print()
+    print(report.table())
+    if gpu:
+        print()
+        failed_attempt(client, df)
+    client.close()
+    cluster.close()
+
+
+if __name__ == "__main__":  # the workers start with spawn and import this file
+    main()

@@ -1,0 +1,251 @@
+"""One pandas or NumPy object spread over the cluster's workers as a persisted Dask collection.
+
+The object is cut into row ranges of about equal bytes, dealt round-robin to the workers (so
+every worker starts early), and each partition is built by the worker that will hold it:
+
+- **shared memory** (workers of this machine): the kernel writes the partition's fixed-width
+  bytes once into an owner-only segment, several partitions at a time; the worker reads them
+  into its own memory, or copies them straight to its GPU. When shared memory is small, the
+  bytes cross in rounds that fit (:mod:`.pieces`). Columns that are not fixed-width (strings,
+  categoricals ...) are scattered by Dask alongside.
+- **scatter** (workers elsewhere, or no room): Dask's own transfer of the pandas/NumPy part to
+  the worker, converted there.
+
+Every task is pinned to its worker, and the collection is made from the tasks' futures, so the
+scheduler knows where each partition lives, as for any persisted collection. Any failure
+cancels every future made so far; the caller's segments are removed by its ``Segments``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import layout as layouts
+from . import pieces, shared_memory, staging, worker
+from .cluster_view import WorkerView, wait_for
+from .placing import Placer
+
+log = logging.getLogger(__name__)
+
+PARTITION_BYTES = 512 * 2**20  # per partition, unless asked otherwise
+SHARED = "shared memory"
+
+
+@dataclass
+class Part:
+    number: int
+    owner: WorkerView
+    rows: tuple[int, int]  # first and past-the-last row of the object
+    data: Any  # the kernel's slice; once placed, the partition's future
+    route: str = "scatter"
+    shared: bool = False  # its fixed-width bytes cross shared memory
+    layout: layouts.Layout | None = None
+    arrays: list[Any] = field(default_factory=list)
+    rest: Any = None  # the rest's future once scattered
+    _bytes: dict[int, Any] = field(default_factory=dict)
+
+    def source(self, slot: int) -> Any:
+        """The slot's bytes, made contiguous once (the kernel's own memory otherwise)."""
+        if slot not in self._bytes:
+            self._bytes[slot] = layouts.as_bytes(self.arrays[slot])
+        return self._bytes[slot]
+
+
+@dataclass
+class Spread:
+    collection: Any
+    futures: list[Any]  # one per partition
+    parts: list[tuple[str, str]]  # (worker, route) per partition
+    rounds: int
+
+
+def partition_count(nbytes: int, rows: int, workers: int, asked: int | None) -> int:
+    count = asked or workers * max(1, math.ceil(nbytes / workers / PARTITION_BYTES))
+    return max(1, min(count, rows))
+
+
+def bounds(rows: int, count: int) -> list[tuple[int, int]]:
+    """``count`` row ranges of ``rows`` rows whose sizes differ by at most one."""
+    edges = [rows * i // count for i in range(count + 1)]
+    return list(itertools.pairwise(edges))
+
+
+def divisions(index: Any, parts: Sequence[Part]) -> tuple[Any, ...] | None:
+    """Dask divisions when the index is sorted and no value spans two partitions."""
+    ranges = [part.rows for part in parts]
+    if len(index) == 0 or not index.is_monotonic_increasing:
+        return None
+    for start, _ in ranges[1:]:
+        if not index[start - 1] < index[start]:
+            return None
+    return (*(index[start] for start, _ in ranges), index[-1])
+
+
+def _cut(obj: Any, views: Sequence[WorkerView], npartitions: int | None) -> list[Part]:
+    from .report import nbytes_of
+
+    rows = len(obj)
+    count = partition_count(nbytes_of(obj) or 0, rows, len(views), npartitions)
+    ranges = bounds(rows, count)
+    take = obj.iloc if hasattr(obj, "iloc") else obj
+    return [Part(i, views[i % len(views)], (a, b), take[a:b]) for i, (a, b) in enumerate(ranges)]
+
+
+def _choose_routes(parts: list[Part], segments: shared_memory.Segments | None) -> None:
+    for part in parts:
+        if not part.owner.local:
+            part.route = "scatter: worker elsewhere" if part.owner.package else "scatter"
+            continue
+        if segments is None:
+            part.route = "scatter: no shared memory here"
+            continue
+        part.layout, part.arrays, part.rest = layouts.split(part.data)
+        if part.layout.nbytes == 0:  # nothing fixed-width: Dask moves it whole
+            part.route = "scatter: no fixed-width columns"
+            part.layout, part.arrays, part.rest = None, [], None
+            continue
+        part.shared = True
+        part.route = SHARED if part.rest is None else f"{SHARED} + scatter"
+
+
+class _Builder:
+    """Places the parts of one object: submits, remembers every future, cancels on failure."""
+
+    def __init__(self, placer: Placer, gpu: bool, segments: shared_memory.Segments | None):
+        self.placer, self.gpu, self.segments = placer, gpu, segments
+
+    def _fill(self, delivery: pieces.Delivery, part: Part) -> str:
+        assert self.segments is not None
+        path = self.segments.create()
+        with shared_memory.opened(path, writable=True) as fd:
+            for piece in delivery.pieces:
+                data = part.source(piece.slot)[piece.start : piece.start + piece.nbytes]
+                shared_memory.write_at(fd, data, piece.offset)
+        return path
+
+    @contextlib.contextmanager
+    def _fill_all(
+        self, deliveries: Sequence[pieces.Delivery], parts: Sequence[Part]
+    ) -> Iterator[Iterator[tuple[pieces.Delivery, str]]]:
+        """(delivery, segment path) as each segment is written, several at a time; on leaving,
+        every writing thread has stopped (a failure or Ctrl-C cancels what had not started)."""
+        threads = min(len(deliveries), staging.default_threads()) or 1
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="gpudask-shm")
+        try:
+            jobs = {pool.submit(self._fill, d, parts[d.partition]): d for d in deliveries}
+            yield ((jobs[job], job.result()) for job in as_completed(jobs))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def one_round(self, deliveries: Sequence[pieces.Delivery], parts: Sequence[Part]) -> None:
+        """Every partition whole in its own segment, built as soon as its segment is written."""
+        with self._fill_all(deliveries, parts) as written:
+            for delivery, path in written:
+                part = parts[delivery.partition]
+                args = (part.layout, path, delivery.pieces, part.rest, self.gpu)
+                part.data = self.placer.submit(worker.build, part.owner.address, *args)
+
+    def rounds(self, plan: Sequence[Sequence[pieces.Delivery]], parts: Sequence[Part]) -> None:
+        """Partitions arriving over several rounds, each round's segments removed after it."""
+        assert self.segments is not None
+        received: dict[int, Any] = {}
+        for deliveries in plan:
+            with self._fill_all(deliveries, parts) as filling:
+                written = list(filling)
+            futures = []
+            for delivery, path in written:
+                part = parts[delivery.partition]
+                start = received.get(part.number, part.layout)
+                received[part.number] = self.placer.submit(
+                    worker.receive, part.owner.address, start, path, delivery.pieces
+                )
+                futures.append(received[part.number])
+            wait_for(self.placer.client, futures, self.placer.where)
+            for _, path in written:
+                self.segments.remove(path)
+        for part in parts:
+            if part.shared:
+                start = received.get(part.number, part.layout)
+                part.data = self.placer.submit(
+                    worker.finish, part.owner.address, start, part.rest, self.gpu
+                )
+
+    def scattered(self, parts: Sequence[Part], device: Any) -> None:
+        """Dask's own transfer to each part's worker, then ``device`` there (GPU) if given."""
+        for part in parts:
+            (future,) = self.placer.scatter([part.data], part.owner.address)
+            if device is not None:
+                convert = worker.to_device if part.owner.package else device
+                future = self.placer.submit(convert, part.owner.address, future)
+            part.data = future
+
+
+def _shared_plan(parts: Sequence[Part]) -> list[list[pieces.Delivery]] | None:
+    """The rounds for the shared-memory parts, or None when the budget is too small."""
+    shared = [p for p in parts if p.shared]
+    if not shared:
+        return []
+    sizes = {p.number: [s.nbytes for s in p.layout.slots] for p in shared if p.layout}
+    owner = {p.number: p.owner.address for p in shared}
+    try:
+        return pieces.plan(sizes, owner, shared_memory.budget())
+    except pieces.TooSmall:
+        log.debug("shared memory too small for a round", exc_info=True)
+        return None
+
+
+def place(
+    obj: Any,
+    placer: Placer,
+    views: Sequence[WorkerView],
+    gpu: bool,
+    segments: shared_memory.Segments | None,
+    npartitions: int | None = None,
+) -> tuple[list[Part], int]:
+    """Build ``obj``'s partitions on the workers; (the parts, their data now futures; rounds)."""
+    parts = _cut(obj, views, npartitions)
+    _choose_routes(parts, segments)
+    plan = _shared_plan(parts)
+    if plan is None:
+        for part in parts:
+            if part.shared:
+                part.route, part.shared = "scatter: shared memory too small", False
+                part.layout, part.arrays, part.rest = None, [], None
+        plan = []
+    builder = _Builder(placer, gpu, segments)
+    for part in parts:
+        if part.shared and part.rest is not None:
+            (part.rest,) = placer.scatter([part.rest], part.owner.address)
+    if len(plan) == 1:
+        builder.one_round(plan[0], parts)
+    elif plan:
+        builder.rounds(plan, parts)
+    log.debug(
+        "%d partitions, %d through shared memory in %d rounds", len(parts),
+        sum(p.shared for p in parts), len(plan),
+    )  # fmt: skip
+    builder.scattered([p for p in parts if not p.shared], _library(obj, gpu))
+    wait_for(placer.client, [p.data for p in parts], placer.where)
+    return parts, len(plan)
+
+
+def _library(obj: Any, gpu: bool) -> Any:
+    """The library's own host→GPU function, for workers that cannot run this package."""
+    if not gpu:
+        return None
+    import numpy as np
+
+    if isinstance(obj, np.ndarray):
+        import cupy
+
+        return cupy.asarray
+    import cudf
+
+    return cudf.from_pandas

@@ -1,0 +1,178 @@
+"""--distribute / --gather on real GPU workers: cuDF / CuPy partitions, each on its worker's GPU.
+
+Run on a machine with GPUs (two or more shows the spreading): ``pytest -m gpu
+tests/gpu/test_distribute_gpu.py``. Sizes stay at a few hundred MiB.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpudask_jupyter import config
+from gpudask_jupyter.convert import shared_memory, to_cpu, to_gpu
+from gpudask_jupyter.convert.distribute import distribute_names, gather_names
+from gpudask_jupyter.errors import ConversionError
+
+pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600)]
+
+MiB = 2**20
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client
+
+    with (
+        LocalCUDACluster(host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+@pytest.fixture(autouse=True)
+def clean() -> Iterator[None]:
+    yield
+    config.set_override("distribute-shm-limit", None)
+    mine = f"{shared_memory.PREFIX}{os.getpid()}-"
+    assert [n for n in shared_memory.ours() if n.startswith(mine)] == []
+
+
+def _frame(nbytes: int) -> pd.DataFrame:
+    rows = nbytes // 32
+    rng = np.random.default_rng(3)
+    return pd.DataFrame(
+        {
+            "key": np.arange(rows) % 17,
+            "x": rng.random(rows),
+            "when": pd.date_range("2024-01-01", periods=rows, freq="s"),
+            "n": rng.integers(0, 100, rows).astype(np.int64),
+        }
+    )
+
+
+def _device_of(part: Any) -> str:
+    """Runs in a worker: the PCI bus of the GPU holding a partition's first column."""
+    import cupy
+
+    column = part.iloc[:, 0] if hasattr(part, "iloc") else part
+    values = cupy.asarray(column.values if hasattr(column, "values") else column)
+    return str(cupy.cuda.Device(values.device.id).pci_bus_id)
+
+
+def _own_bus() -> str:
+    """Runs in a worker: the PCI bus of its own GPU."""
+    import cupy
+
+    return str(cupy.cuda.Device(0).pci_bus_id)
+
+
+def _free(client: Any) -> dict[str, int]:
+    def free() -> int:
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+        return int(cupy.cuda.runtime.memGetInfo()[0])
+
+    found: dict[str, int] = client.run(free)
+    return found
+
+
+def _held(client: Any) -> int:
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while sum(len(k) for k in client.has_what().values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return sum(len(k) for k in client.has_what().values())
+
+
+def test_frame_spreads_over_every_gpu_through_shared_memory(client) -> None:
+    import dask_cudf
+    from distributed import futures_of
+
+    df = _frame(256 * MiB)
+    ns = {"df": df}
+    report, unavailable = distribute_names(ns, ["df"], npartitions=4)
+    assert unavailable == []
+    assert report.moved[0].label == "pandas → Dask DataFrame (cuDF)"
+    assert report.moved[0].path == "shared memory"
+    ddf = ns["df"]
+    assert isinstance(ddf, dask_cudf.DataFrame)
+    futures = futures_of(ddf)
+    holders = client.who_has(futures)
+    assert len({w for (w,) in holders.values()}) == len(client.scheduler_info()["workers"])
+    buses = client.gather(
+        [client.submit(_device_of, f, workers=list(holders[f.key])) for f in futures]
+    )
+    own = client.run(_own_bus)
+    for future, bus in zip(futures, buses, strict=True):
+        assert bus == own[holders[future.key][0]]  # on its worker's own GPU
+    got = ddf.groupby("key").x.mean().compute().to_pandas().sort_index()
+    pd.testing.assert_series_equal(got, df.groupby("key").x.mean(), check_exact=False)
+    back, _ = gather_names(ns, ["df"])
+    assert back.moved[0].path == "shared memory"
+    pd.testing.assert_frame_equal(ns["df"], df)
+
+
+def test_array_becomes_cupy_backed_and_comes_back(client) -> None:
+    import cupy
+
+    arr = np.random.default_rng(4).random((8 * MiB, 4))  # 256 MiB
+    darr = to_gpu(arr, distribute=True)
+    assert isinstance(darr._meta, cupy.ndarray)
+    np.testing.assert_allclose(darr.sum(axis=0).compute().get(), arr.sum(axis=0))
+    np.testing.assert_array_equal(to_cpu(darr, gather=True), arr)
+
+
+def test_small_shared_memory_on_gpus(client) -> None:
+    config.set_override("distribute-shm-limit", "8MiB")
+    df = _frame(96 * MiB).assign(s=lambda f: f.key.astype(str))
+    ns = {"df": df}
+    report, _ = distribute_names(ns, ["df"])
+    assert "rounds" in report.moved[0].path
+    pd.testing.assert_frame_equal(ns["df"].compute().to_pandas(), df)
+    gather_names(ns, ["df"])
+    pd.testing.assert_frame_equal(ns["df"], df)
+
+
+def test_out_of_gpu_memory_on_one_worker_releases_everything(client) -> None:
+    def hog(leave: int) -> None:
+        import cupy
+        from distributed import get_worker
+
+        free = int(cupy.cuda.runtime.memGetInfo()[0])
+        get_worker().gpudask_test_hog = cupy.empty(max(0, free - leave), dtype="u1")
+
+    def unhog() -> None:
+        import cupy
+        from distributed import get_worker
+
+        get_worker().gpudask_test_hog = None
+        cupy.get_default_memory_pool().free_all_blocks()
+
+    before = _free(client)
+    victim = sorted(before)[0]
+    client.run(hog, 64 * MiB, workers=[victim])
+    df = _frame(512 * MiB)
+    ns = {"df": df}
+    try:
+        with pytest.raises(ConversionError) as failure:
+            distribute_names(ns, ["df"])
+    finally:
+        client.run(unhog, workers=[victim])
+    message = str(failure.value)
+    assert message.startswith(f"df: on worker {victim}: out of GPU memory")
+    assert "nothing stayed on the workers" in message
+    assert ns["df"] is df
+    assert _held(client) == 0
+    after = _free(client)
+    for worker, free in before.items():  # every GPU has its memory back (± pinned pools)
+        assert after[worker] >= free - 64 * MiB, (worker, free, after[worker])

@@ -1,0 +1,416 @@
+"""--distribute and --gather on a real CPU cluster: pandas / NumPy partitions, real processes.
+
+The routes are the GPU ones: shared memory (in one round or several), Dask's scatter, the
+transaction that releases everything placed when anything fails. Only the last step, the copy to
+a GPU, differs (tests/gpu/test_distribute_gpu.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import psutil
+import pytest
+
+from gpudask_jupyter import config
+from gpudask_jupyter.convert import cluster_view, shared_memory, to_cpu, to_gpu
+from gpudask_jupyter.convert.distribute import distribute_names, gather_names
+from gpudask_jupyter.errors import ConversionError, NoGpuError
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::gpudask_jupyter.convert.GpuUnavailableWarning"  # CPU workers: said once, on purpose
+)
+
+dd = pytest.importorskip("dask.dataframe")
+da = pytest.importorskip("dask.array")
+
+
+def _ours(data_only: bool = False) -> list[str]:
+    """Segments made by this process (``data_only``: not the workers' token file)."""
+    mine = f"{shared_memory.PREFIX}{os.getpid()}-"
+    found = [n for n in shared_memory.ours() if n.startswith(mine)]
+    return [n for n in found if not n.endswith(".probe")] if data_only else found
+
+
+def _held(client: Any) -> int:
+    """Keys the workers hold, once released futures have reached the scheduler."""
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while True:
+        count = sum(len(keys) for keys in client.has_what().values())
+        if count == 0 or time.monotonic() > deadline:
+            return count
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    import dask
+    from distributed import Client, LocalCluster
+
+    with (
+        # a worker paused by a test stays paused: memory does not resume it
+        dask.config.set({"distributed.worker.memory.pause": False}),
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+@pytest.fixture(autouse=True)
+def clean(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    config.set_override("distribute-shm-limit", None)
+    assert _ours() == []
+
+
+def _frame(n: int = 200_000) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    return pd.DataFrame(
+        {
+            "key": np.arange(n) % 13,
+            "x": rng.random(n),
+            "y": rng.integers(0, 1000, n),
+            "when": pd.date_range("2024-01-01", periods=n, freq="s"),
+        }
+    )
+
+
+def test_frame_becomes_a_persisted_collection_balanced_over_the_workers(client) -> None:
+    df = _frame()
+    ddf = to_gpu(df, distribute=True, client=client, npartitions=6)
+    assert isinstance(ddf, dd.DataFrame)
+    assert ddf.npartitions == 6 and ddf.known_divisions
+    from distributed import futures_of
+
+    holders = client.who_has(futures_of(ddf))
+    assert all(len(workers) == 1 for workers in holders.values())  # each held by one worker
+    counts: dict[str, int] = {}
+    for (worker,) in holders.values():
+        counts[worker] = counts.get(worker, 0) + 1
+    assert sorted(counts.values()) == [3, 3]
+    got = ddf.groupby("key").x.mean().compute().sort_index()
+    pd.testing.assert_series_equal(got, df.groupby("key").x.mean(), check_exact=False)
+    pd.testing.assert_frame_equal(ddf.compute(), df)
+    del ddf
+    assert _held(client) == 0
+
+
+def test_default_client_and_no_cluster(client) -> None:
+    ddf = to_gpu(_frame(1000), distribute=True)  # distributed.default_client()
+    assert ddf.npartitions == 2  # one per worker for a small frame
+    code = (
+        "import pandas as pd\n"
+        "from gpudask_jupyter.convert import to_cpu, to_gpu\n"
+        "df = pd.DataFrame({'a': [1]})\n"
+        "assert to_cpu(df, gather=True) is df and to_gpu(3, distribute=True) == 3\n"
+        "to_gpu(df, distribute=True)\n"
+    )
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode != 0
+    assert (
+        "ClusterError: %%to_gpu --distribute needs a Dask cluster and there is none: " in run.stderr
+    )
+    assert run.stderr.rstrip().endswith("start or attach a cluster first: %gpu_cluster start")
+
+
+def test_array_and_series(client) -> None:
+    arr = np.random.default_rng(2).random((100_001, 3))
+    darr = to_gpu(arr, distribute=True, client=client, npartitions=4)
+    assert isinstance(darr, da.Array)
+    assert darr.chunks[0] == (25000, 25000, 25000, 25001) and darr.chunks[1] == (3,)
+    np.testing.assert_allclose(darr.sum(axis=0).compute(), arr.sum(axis=0))
+    np.testing.assert_array_equal(darr.compute(), arr)
+    flat = np.arange(10_001, dtype=np.int16)
+    np.testing.assert_array_equal(to_gpu(flat, distribute=True, client=client).compute(), flat)
+    series = _frame()["x"].rename("named")
+    dseries = to_gpu(series, distribute=True, client=client)
+    pd.testing.assert_series_equal(dseries.compute(), series)
+
+
+def test_columns_that_are_not_fixed_width_travel_alongside(client) -> None:
+    df = _frame(10_000).assign(s=lambda f: f.key.astype(str), c=lambda f: pd.Categorical(f.key % 2))
+    df = df.set_index(df.s.rename("idx"))
+    ns = {"df": df}
+    report, _ = distribute_names(ns, ["df"], client=client)
+    assert report.moved[0].path == "shared memory + scatter"
+    pd.testing.assert_frame_equal(ns["df"].compute(), df)
+    back, _ = gather_names(ns, ["df"], client=client)
+    pd.testing.assert_frame_equal(ns["df"], df)
+    assert back.moved[0].path == "shared memory + client"
+
+
+def test_small_shared_memory_works_in_rounds(client) -> None:
+    config.set_override("distribute-shm-limit", "256KiB")
+    df = _frame()
+    ns = {"df": df, "arr": np.arange(300_000, dtype=np.int32).reshape(-1, 3)}
+    report, _ = distribute_names(ns, ["df", "arr"], client=client, npartitions=3)
+    paths = {m.name: m.path for m in report.moved}
+    assert paths["df"].startswith("shared memory, ") and paths["df"].endswith(" rounds")
+    assert int(paths["df"].split(", ")[1].split()[0]) > 10
+    pd.testing.assert_frame_equal(ns["df"].compute(), df)
+    back, _ = gather_names(ns, ["df", "arr"], client=client)
+    pd.testing.assert_frame_equal(ns["df"], df)
+    np.testing.assert_array_equal(ns["arr"], np.arange(300_000, dtype=np.int32).reshape(-1, 3))
+    assert "rounds" in back.moved[0].path
+    assert "distribute-shm" not in str(report.table())
+
+
+def test_shared_memory_too_small_takes_dask_scatter(client) -> None:
+    config.set_override("distribute-shm-limit", "1KiB")
+    df = _frame(50_000)
+    ns = {"df": df}
+    report, _ = distribute_names(ns, ["df"], client=client)
+    assert report.moved[0].path == "scatter"
+    assert "scatter: shared memory too small" in report.notes[0]
+    pd.testing.assert_frame_equal(ns["df"].compute(), df)
+    gather_names(ns, ["df"], client=client)
+    pd.testing.assert_frame_equal(ns["df"], df)
+
+
+def test_workers_elsewhere_take_dask_scatter(client, monkeypatch) -> None:
+    survey = cluster_view.survey
+
+    def elsewhere(*args: Any) -> list[cluster_view.WorkerView]:
+        return [dataclasses.replace(v, local=False) for v in survey(*args)]
+
+    monkeypatch.setattr(cluster_view, "survey", elsewhere)
+    df = _frame(50_000)
+    ns = {"df": df}
+    report, _ = distribute_names(ns, ["df"], client=client)
+    assert report.moved[0].path == "scatter"
+    assert "(scatter: worker elsewhere)" in report.notes[0]
+    pd.testing.assert_frame_equal(ns["df"].compute(), df)
+    back, _ = gather_names(ns, ["df"], client=client)
+    assert back.moved[0].path == "client"
+    pd.testing.assert_frame_equal(ns["df"], df)
+
+
+def test_gather_of_lazy_and_irregular_collections(client) -> None:
+    df = _frame(30_000)
+    lazy = dd.from_pandas(df, npartitions=5)
+    assert to_cpu(lazy) is lazy  # plain to_cpu keeps its meaning: pandas-backed stays lazy
+    pd.testing.assert_frame_equal(to_cpu(lazy, gather=True, client=client), df)
+    filtered = lazy[lazy.key > 3]  # partitions of unequal length, index with gaps
+    pd.testing.assert_frame_equal(to_cpu(filtered, gather=True, client=client), df[df.key > 3])
+    index = to_cpu(lazy.index, gather=True, client=client)
+    pd.testing.assert_index_equal(index, df.index)
+    grid = da.from_array(np.arange(60.0).reshape(6, 10), chunks=(2, 5))  # blocks across columns
+    np.testing.assert_array_equal(to_cpu(grid, gather=True, client=client), grid.compute())
+    ints = lazy.y.map_partitions(lambda s: s.astype("float64") if s.iloc[0] % 2 else s)
+    pd.testing.assert_series_equal(
+        to_cpu(ints, gather=True, client=client),
+        pd.concat([p.compute() for p in ints.partitions]),
+    )
+
+
+def test_aliases_other_objects_and_dask_collections(client) -> None:
+    df = _frame(5000)
+    lazy = dd.from_pandas(df, npartitions=3)
+    ns = {"a": df, "b": df, "n": 3, "lazy": lazy}
+    report, _ = distribute_names(ns, ["a", "b", "n", "lazy"], client=client)
+    assert ns["a"] is ns["b"] and ns["n"] == 3
+    assert report.skipped == [("n", "int")]
+    assert report.moved[-1].path == "persist"
+    pd.testing.assert_frame_equal(ns["lazy"].compute(), df)
+
+
+def test_empty_frames_and_arrays(client) -> None:
+    empty = _frame(0)
+    pd.testing.assert_frame_equal(to_gpu(empty, distribute=True).compute(), empty)
+    nothing = np.zeros((0, 3))
+    np.testing.assert_array_equal(to_gpu(nothing, distribute=True).compute(), nothing)
+
+
+def test_a_failed_gather_leaves_the_collection_alone(client, monkeypatch) -> None:
+    from gpudask_jupyter.convert import gathering
+
+    arr = np.arange(40_000.0).reshape(-1, 4)
+    darr = to_gpu(arr, distribute=True)  # its futures' keys are the collection's own
+    ddf = to_gpu(_frame(20_000), distribute=True)
+
+    def fails(*args: Any) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gathering, "_through_segments", fails)
+    ns = {"darr": darr, "ddf": ddf}
+    with pytest.raises(ConversionError, match=r"darr: OSError: .*No space left on device"):
+        gather_names(ns, ["darr", "ddf"])
+    assert ns["darr"] is darr and ns["ddf"] is ddf
+    np.testing.assert_array_equal(darr.compute(), arr)  # nothing of the user's was cancelled
+    monkeypatch.undo()
+    np.testing.assert_array_equal(to_cpu(darr, gather=True), arr)
+    del ns, darr, ddf
+    assert _held(client) == 0
+
+
+def test_a_worker_paused_for_lack_of_memory_fails_the_transfer(client, monkeypatch) -> None:
+    pause = _pause
+    monkeypatch.setattr(cluster_view, "PAUSE_GRACE", 1.0)
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    client.run(pause, paused=True, workers=[victim])
+    try:
+        ns = {"df": _frame(10_000)}
+        with pytest.raises(ConversionError, match=f"df: worker {victim} has been paused"):
+            distribute_names(ns, ["df"], client=client)
+        assert isinstance(ns["df"], pd.DataFrame)
+    finally:
+        client.run(pause, paused=False, workers=[victim])
+    assert _held(client) == 0
+
+
+def test_cpu_workers_say_why_there_is_no_gpu(client) -> None:
+    ns = {"df": _frame(100)}
+    report, unavailable = distribute_names(ns, ["df"], client=client)
+    (why,) = unavailable
+    assert why.startswith("worker tcp://") and "is not installed" in why
+    assert report.moved[0].label == "pandas → Dask DataFrame (pandas)"
+    ns = {"df": _frame(100)}
+    with pytest.raises(NoGpuError, match="df cannot go to the workers' GPUs"):
+        distribute_names(ns, ["df"], client=client, require_gpu=True)
+    assert isinstance(ns["df"], pd.DataFrame)
+    assert _held(client) == 0
+
+
+def test_a_failure_releases_what_was_placed_and_rebinds_nothing(client, monkeypatch) -> None:
+    from gpudask_jupyter.convert import distribute
+
+    real = distribute._Transaction.spread
+    calls = []
+
+    def second_fails(self: Any, name: str, *args: Any) -> Any:
+        calls.append(name)
+        if len(calls) == 2:
+            raise ValueError("boom")
+        return real(self, name, *args)
+
+    monkeypatch.setattr(distribute._Transaction, "spread", second_fails)
+    first, second = _frame(50_000), np.arange(10.0)
+    ns = {"first": first, "second": second}
+    with pytest.raises(ConversionError, match="second: ValueError: boom"):
+        distribute_names(ns, ["first", "second"], client=client)
+    assert ns["first"] is first and ns["second"] is second
+    assert _held(client) == 0
+
+
+def _slow_transfer(client: Any) -> tuple[dict[str, Any], threading.Event]:
+    """A transfer of many small rounds, and an event set once its segments exist."""
+    config.set_override("distribute-shm-limit", "128KiB")
+    started = threading.Event()
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while not _ours(data_only=True) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        started.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return {"df": _frame(2_000_000)}, started
+
+
+def test_a_worker_killed_during_the_transfer_leaves_nothing(client) -> None:
+    ns, started = _slow_transfer(client)
+    original = ns["df"]
+    pids = client.run(os.getpid)
+    victim, pid = sorted(pids.items())[0]
+
+    def kill() -> None:
+        started.wait(60)
+        psutil.Process(pid).kill()
+
+    threading.Thread(target=kill, daemon=True).start()
+    with pytest.raises(ConversionError) as failure:
+        distribute_names(ns, ["df"], client=client)
+    assert str(failure.value) == (
+        f"df: worker {victim} left the cluster during the transfer (it died, was killed, or ran "
+        "out of memory); nothing stayed on the workers; run the cell again once the cluster "
+        "is whole"
+    )
+    assert ns["df"] is original
+    client.wait_for_workers(2, timeout=60)  # the nanny starts a new worker
+    assert _held(client) == 0
+
+
+def test_ctrl_c_during_the_transfer_leaves_nothing(client) -> None:
+    import _thread
+
+    ns, started = _slow_transfer(client)
+    original = ns["df"]
+
+    def interrupt() -> None:
+        started.wait(60)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        distribute_names(ns, ["df"], client=client)
+    assert ns["df"] is original
+    assert _held(client) == 0
+
+
+KILLED_KERNEL = """
+import sys, numpy as np, pandas as pd
+from distributed import Client
+from gpudask_jupyter import config
+from gpudask_jupyter.convert.distribute import distribute_names
+config.set_override("distribute-shm-limit", "128KiB")
+client = Client(sys.argv[1], set_as_default=False)
+n = 4_000_000
+ns = {"df": pd.DataFrame({"x": np.arange(n), "y": np.arange(n) * 0.5})}
+print("start", flush=True)
+distribute_names(ns, ["df"], client=client)
+"""
+
+
+def _pause(dask_worker: Any, paused: bool) -> None:
+    from distributed.core import Status
+
+    dask_worker.status = Status.paused if paused else Status.running
+
+
+def test_segments_of_a_killed_kernel_are_removed_at_the_next_use(client, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "kernel.py"
+    script.write_text(KILLED_KERNEL)
+    # a paused worker does not read its segments: some are still there when the kernel dies
+    client.run(_pause, paused=True, workers=[sorted(client.scheduler_info()["workers"])[0]])
+    kernel = subprocess.Popen(
+        [sys.executable, str(script), client.scheduler.address], stdout=subprocess.PIPE
+    )
+    prefix = f"{shared_memory.PREFIX}{kernel.pid}-"
+
+    def left() -> list[str]:
+        return [n for n in shared_memory.ours() if n.startswith(prefix) and ".probe" not in n]
+
+    try:
+        deadline = time.monotonic() + 120
+        while not left():
+            assert kernel.poll() is None and time.monotonic() < deadline, "no transfer seen"
+            time.sleep(0.005)
+    finally:
+        kernel.kill()
+        kernel.wait()
+        client.run(_pause, paused=False)
+    assert left()  # left behind by the killed kernel
+    to_gpu(_frame(1000), distribute=True, client=client)  # the next use
+    assert not [n for n in shared_memory.ours() if n.startswith(prefix)]
+    assert _held(client) == 0  # the dead client's partitions went with it
