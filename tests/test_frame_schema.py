@@ -11,6 +11,7 @@ import pytest
 
 from gpudask_jupyter import config, frame
 from gpudask_jupyter.monitor import BadCursor, Cursor
+from gpudask_jupyter.monitor.callers import ClientCaller
 from gpudask_jupyter.monitor.trackers import ClusterTracker, Source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +60,7 @@ def test_a_reading_goes_on_the_wire_in_field_order_and_comes_back_by_name() -> N
 
 
 def test_heartbeat_gpus_are_readings_of_the_same_type() -> None:
-    source = Source(token=1, client=lambda: None, owns_client=False, mode="attached", address="a")
+    source = Source(token=1, caller=lambda: ClientCaller(None), mode="attached", address="a")
     tracker = ClusterTracker(source, epoch=1)
     identity = {
         "name": "w0",
