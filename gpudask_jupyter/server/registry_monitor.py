@@ -55,7 +55,8 @@ class RegistrySources:
                 log.debug("ignoring the registry entry of %s", kernel_id, exc_info=True)
                 continue
             if self._kernels is not None:
-                source.ended = self._kernels.gone(kernel_id)
+                pid = entry.pid if isinstance(entry.pid, int) else None
+                source.ended = self._kernels.gone(kernel_id, pid)
             sources[kernel_id] = source
         return sources
 
