@@ -147,12 +147,12 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
             if not self._views:
                 return
             frame, self._cursor = self._monitor.frame(KEY, self._cursor, self.history)
-            if self._send({"type": "frame", "frame": frame}):
+            if self._send_to_views({"type": "frame", "frame": frame}):
                 return
             self._views.clear()  # nobody can receive frames: stop making them
         self._unsubscribe()
 
-    def _send(self, content: dict[str, Any]) -> bool:
+    def _send_to_views(self, content: dict[str, Any]) -> bool:
         try:
             if self.comm is None:
                 return False
@@ -169,9 +169,9 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
 
         ident = content.get("id")
         n = content.get("n")
-        self._send({"type": "control-started", "id": ident})
+        self._send_to_views({"type": "control-started", "id": ident})
         result = controls.run(str(content.get("action")), n if isinstance(n, int) else None)
-        self._send({"type": "control-result", "id": ident, **result})
+        self._send_to_views({"type": "control-result", "id": ident, **result})
 
     # -- text ----------------------------------------------------------------------------------
 
