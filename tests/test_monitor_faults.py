@@ -182,19 +182,28 @@ def test_a_good_cluster_keeps_its_rate_beside_silent_paused_and_dead_ones(
 
 
 def test_a_cluster_nobody_asks_for_is_not_sampled_and_not_connected(
-    dask_processes: DaskProcesses,
+    dask_processes: DaskProcesses, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from gpudask_jupyter.monitor import consumers
+
     sources = {"a": comm_source(dask_processes.address)}
+    port = int(dask_processes.address.rsplit(":", 1)[1])
     monitor = Monitor(lambda: sources)
     monitor.request("tab", INTERVAL, "b")  # a sidebar looks at another kernel's cluster
     try:
         time.sleep(1.5)
         assert monitor.answers("a") == 0
-        assert _connections_to(int(dask_processes.address.rsplit(":", 1)[1])) == 0
+        assert _connections_to(port) == 0
         monitor.request("tab", INTERVAL, "a")
         deadline = time.monotonic() + 10
         while monitor.answers("a") == 0:
             assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert _connections_to(port) == 1  # one comm, kept between calls
+        monkeypatch.setattr(consumers, "REQUEST_SECONDS", 0.5)  # the tab stops asking
+        deadline = time.monotonic() + 10
+        while monitor.running or _connections_to(port):
+            assert time.monotonic() < deadline, "the sampler or its connection outlived the tab"
             time.sleep(0.1)
     finally:
         monitor.stop()

@@ -7,7 +7,8 @@ subscriptions and polling requests of its consumers. Its parts, each in its own 
 
 - :mod:`.consumers` — who wants frames, hence the interval and history;
 - :mod:`.sampling` — the thread and one tick: :mod:`.local_gpus` (NVML) and :mod:`.trackers`
-  (one per cluster: task stream, progress, workers and their heartbeat GPUs);
+  (one per cluster: task stream, progress, workers (:mod:`.workers`) and their heartbeat GPUs,
+  asked through a :mod:`.callers` call that never makes one cluster wait for another);
 - :mod:`.assembly` — a consumer's frame from the buffers, after its :mod:`.cursor`.
 """
 
@@ -35,7 +36,11 @@ class Monitor:
         self._consumers = Consumers(config.get("refresh-interval"), config.get("history"))
         self._sampler = Sampler(sources)
         self._thread = SamplingThread(
-            self._step, lambda: self.interval, self._consumers.idle, self._check
+            self._step,
+            lambda: self.interval,
+            self._consumers.idle,
+            check=self._check,
+            on_idle=self._sampler.close,  # nobody asks: no connection is kept
         )
         self._error = ""
 

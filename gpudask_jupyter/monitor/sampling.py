@@ -121,8 +121,8 @@ class Sampler:
 
 class SamplingThread:
     """Calls ``step`` every ``interval()`` seconds on a daemon thread, and ``check`` every
-    CHECK_SECONDS between steps, until ``idle()`` says nobody wants samples or :meth:`stop` is
-    called; :meth:`start` starts it again."""
+    CHECK_SECONDS between steps, until ``idle()`` says nobody wants samples (then ``on_idle``)
+    or :meth:`stop` is called; :meth:`start` starts it again."""
 
     def __init__(
         self,
@@ -130,8 +130,10 @@ class SamplingThread:
         interval: Callable[[], float],
         idle: Callable[[], bool],
         check: Callable[[], None] = lambda: None,
+        on_idle: Callable[[], None] = lambda: None,
     ) -> None:
         self._step, self._interval, self._idle, self._check = step, interval, idle, check
+        self._on_idle = on_idle
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -169,6 +171,7 @@ class SamplingThread:
                 with self._lock:
                     if self._thread is threading.current_thread():
                         self._thread = None
+                self._on_idle()
                 return
             due = time.monotonic() + self._interval()
             self._step()
