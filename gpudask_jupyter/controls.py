@@ -134,10 +134,11 @@ def _run_magic(shell: Any, action: str, line: str) -> ControlResult:
 
 
 def _lines(text: str) -> list[str]:
-    """Plain lines: no colour codes, no blanks, no progress messages."""
+    """Plain lines: no colour codes, no blanks, no progress messages, no "gpudask:" label (the
+    view says where the text comes from)."""
     out = []
     for line in _ANSI.sub("", text).splitlines():
-        line = line.strip()
+        line = line.strip().removeprefix("gpudask: ")
         if line and not line.startswith(_PROGRESS):
             out.append(line)
     return out

@@ -207,3 +207,39 @@ def test_a_cluster_nobody_asks_for_is_not_sampled_and_not_connected(
             time.sleep(0.1)
     finally:
         monitor.stop()
+
+
+def test_the_servers_comm_speaks_tls_with_the_entrys_credentials(tmp_path: Path) -> None:
+    from distributed import Security
+    from support import write_tls_files
+
+    tls = write_tls_files(tmp_path)
+    procs = DaskProcesses(tmp_path, tls=tls)
+    security = Security(
+        tls_ca_file=tls["ca"],
+        tls_client_cert=tls["cert"],
+        tls_client_key=tls["key"],
+        require_encryption=True,
+    )
+    try:
+        procs.wait_for_workers(security=security)
+        address = procs.address
+        assert address.startswith("tls://")
+        with_keys = Source(
+            token=1,
+            caller=lambda: CommCaller(
+                address, lambda: security.get_connection_args("client"), CONNECT_TIMEOUT
+            ),
+            mode="attached",
+            address=address,
+        )
+        monitor = Monitor(lambda: {"tls": with_keys, "plain": comm_source(address)})
+        monitor.tick(wait=CALL_TIMEOUT + 1)
+        frames = {key: monitor.frame(key)[0] for key in ("tls", "plain")}
+        monitor.stop()
+        assert frames["tls"]["cluster"]["state"] == "running"
+        assert {w["name"] for w in frames["tls"]["workers"]} == {"remote-0", "remote-1"}
+        assert frames["plain"]["cluster"]["state"] == "unreachable"  # no credentials, no data
+        assert frames["plain"]["workers"] == []
+    finally:
+        procs.close()
