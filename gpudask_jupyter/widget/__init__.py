@@ -102,6 +102,9 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         return len(self._views)
 
     def _on_message(self, _: Any, content: Any, buffers: list[bytes]) -> None:
+        """A view's message: ``hello`` (drawn, or resumed), ``bye`` (disposed), ``control`` (a
+        button). A ``view`` id in hello and bye, where a view sends one, tells two views of one
+        panel apart; without it, one bye stands for every view."""
         if not isinstance(content, dict):
             return
         kind, view = content.get("type"), content.get("view")
