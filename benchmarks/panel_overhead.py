@@ -3,8 +3,10 @@ every 0.25 s, in one real kernel, and the bytes per second the panel sends to th
 
 The kernel is a real ipykernel started through jupyter_client with a cluster of its own
 (%gpu_cluster start), so the panel samples NVML and polls the scheduler as in a notebook. A
-front end is simulated by sending the panel the "hello" a view sends, then counting the frame
-messages on the IOPub channel. Repetitions alternate without/with the panel.
+front end is simulated by sending the panel the "hello" a view sends when it is drawn, and the
+"bye" it sends when it is disposed, then counting the frame messages on the IOPub channel. The
+panel samples only while a view is there, so "without" is a panel whose view is gone (nothing
+samples) and "with" a panel with one view. Repetitions alternate without/with the panel.
 
 The loop's wall time is noisy on a shared machine (a few percent run to run), more than the
 effect measured. So each run also reads, from /proc, the CPU time every thread of the kernel
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import statistics
 import sys
 import time
@@ -76,6 +79,15 @@ def execute(kc: Any, code: str, timeout: float = 600) -> tuple[str, list[dict[st
             return "".join(out), frames
 
 
+def drain(kc: Any) -> None:
+    """Read and drop what IOPub holds now."""
+    while True:
+        try:
+            kc.get_iopub_msg(timeout=0.05)
+        except queue.Empty:
+            return
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
@@ -110,22 +122,24 @@ def main() -> None:
         out, _ = execute(
             kc,
             "import gpudask_jupyter\npanel = gpudask_jupyter.Panel(interval=0.25)\n"
-            "panel.paused = True\nprint('COMM', panel.comm.comm_id)",
+            "print('COMM', panel.comm.comm_id)",
         )
         comm_id = out.split("COMM ")[1].split()[0]
+
+        def view(kind: str) -> None:
+            content = {"type": kind}
+            data = {"comm_id": comm_id, "data": {"method": "custom", "content": content}}
+            kc.shell_channel.send(kc.session.msg("comm_msg", data))
+
         for _ in range(args.repeat):
             out, _ = execute(kc, "print(*_work(N))")
             wall, others, off = map(float, out.split())
             without.append(wall)
             cpu_without.append(others)
             off_without.append(off)
-            execute(kc, "panel.paused = False")
-            hello = kc.session.msg(
-                "comm_msg",
-                {"comm_id": comm_id, "data": {"method": "custom", "content": {"type": "hello"}}},
-            )
-            kc.shell_channel.send(hello)
+            view("hello")
             time.sleep(0.5)
+            drain(kc)  # the frames of the first half second are not the steady rate
             start = time.monotonic()
             out, frames = execute(kc, "print(*_work(N))")
             elapsed = time.monotonic() - start
@@ -135,7 +149,7 @@ def main() -> None:
             off_with.append(off)
             steady = [f for f in frames if f["t"] >= start]
             sent.append((sum(f["bytes"] for f in steady) / elapsed, len(steady) / elapsed))
-            execute(kc, "panel.paused = True")
+            view("bye")
             time.sleep(0.3)
         execute(kc, "panel.close()" + ("" if args.no_cluster else "\n%gpu_cluster stop"))
     finally:

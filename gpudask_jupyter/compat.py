@@ -29,6 +29,89 @@ def run_on_scheduler(client: Any, function: Any, timeout: float, **kwargs: Any) 
     return client.sync(client._run_on_scheduler, function, callback_timeout=timeout, **kwargs)
 
 
+def submit_on_scheduler(client: Any, function: Any, timeout: float, **kwargs: Any) -> Any:
+    """Start ``function(dask_scheduler=..., **kwargs)`` in the scheduler without waiting: a
+    ``concurrent.futures.Future`` of its result, failed with ``TimeoutError`` after ``timeout``.
+
+    The coroutine ``Client._run_on_scheduler`` (private; distributed 2024.8 – 2026.8) is run on
+    the client's own event loop (``Client.loop.asyncio_loop``), so the caller's thread is never
+    blocked by a scheduler that does not answer.
+    """
+    import asyncio
+
+    loop = client.loop.asyncio_loop  # before the coroutine: a closed client has no loop
+
+    async def bounded() -> Any:
+        return await asyncio.wait_for(client._run_on_scheduler(function, **kwargs), timeout)
+
+    return asyncio.run_coroutine_threadsafe(bounded(), loop)
+
+
+async def open_comm(address: str, timeout: float, connection_args: dict[str, Any]) -> Any:
+    """A comm to the Dask server at ``address``, the handshake included, within ``timeout``.
+
+    ``distributed.comm.connect`` bounds the connection but not the handshake that follows (it
+    waits for the peer's first message without a limit): a port that accepts and stays silent,
+    or a paused scheduler, would hold it for ever, and cancelling it leaves the socket to the
+    garbage collector. So this does what it does in bounded steps and aborts the comm on any
+    failure: the backend's ``Connector.connect`` (the public backend interface) and the
+    handshake of ``Comm.handshake_info`` / ``Comm.handshake_configuration`` and the
+    ``remote_info`` / ``local_info`` / ``handshake_options`` attributes (distributed 2024.8 –
+    2026.8).
+    """
+    import asyncio
+    import time
+
+    from distributed.comm import parse_address, registry
+
+    deadline = time.monotonic() + timeout
+    scheme, location = parse_address(address)
+    connector = registry.get_backend(scheme).get_connector()
+    comm = await asyncio.wait_for(
+        connector.connect(location, deserialize=True, **connection_args), timeout
+    )
+    try:
+        local = comm.handshake_info()
+        await asyncio.wait_for(comm.write(local), max(0.0, deadline - time.monotonic()))
+        remote = await asyncio.wait_for(comm.read(), max(0.0, deadline - time.monotonic()))
+        if not isinstance(remote, dict):
+            raise OSError(f"{address} does not speak Dask's protocol")
+        comm.remote_info = {**remote, "address": comm.peer_address}
+        comm.local_info = {**local, "address": comm.local_address}
+        comm.handshake_options = comm.handshake_configuration(comm.local_info, comm.remote_info)
+    except BaseException:
+        comm.abort()
+        raise
+    return comm
+
+
+async def run_on_comm(comm: Any, function: Any, **kwargs: Any) -> Any:
+    """``function(dask_scheduler=..., **kwargs)`` run in the scheduler at the other end of
+    ``comm``, through the scheduler's ``run_function`` handler, as ``Client.run_on_scheduler``
+    sends it (a message of the private handler's arguments, the function and its keyword
+    arguments pickled with ``distributed.protocol.pickle``; distributed 2024.8 – 2026.8). The
+    caller bounds it in time and aborts the comm when it fails."""
+    from distributed.core import clean_exception
+    from distributed.protocol.pickle import dumps
+
+    message = {
+        "op": "run_function",
+        "function": dumps(function),
+        "args": dumps(()),
+        "kwargs": dumps(kwargs),
+        "wait": True,
+        "reply": True,
+    }
+    await comm.write(message)
+    response = await comm.read()
+    if not isinstance(response, dict):
+        raise OSError("the scheduler's answer is not a message")
+    if response.get("status") == "OK":
+        return response.get("result")
+    _, exc, tb = clean_exception(**response)
+    raise exc.with_traceback(tb)
+
+
 def task_stream_plugin(scheduler: Any) -> Any:
     """The scheduler's task-stream plugin, installed on first use.
 

@@ -8,6 +8,7 @@ the three consistent (the scheduler's event loop runs it atomically) and costs o
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from typing import Any
 
@@ -15,11 +16,35 @@ from . import compat
 
 DONE_STATES = ("memory", "released", "forgotten")
 
+_shipping = threading.Lock()
+_shipped = False
+
+
+def ship_by_value() -> None:
+    """Make cloudpickle send this module (and :mod:`.compat`, which it calls) by value, so a
+    scheduler elsewhere need not install this package. Called in the monitoring process."""
+    global _shipped
+    with _shipping:
+        if not _shipped:
+            import cloudpickle
+
+            from . import scheduler_probe
+
+            cloudpickle.register_pickle_by_value(scheduler_probe)
+            cloudpickle.register_pickle_by_value(compat)
+            _shipped = True
+
+
+def worker_count(dask_scheduler: Any = None) -> int:
+    """How many workers the scheduler has now."""
+    return len(dask_scheduler.workers)
+
 
 def poll(
     dask_scheduler: Any = None, cursor: int | None = None, limit: int = 5000
 ) -> dict[str, Any]:
-    """Task-stream records after ``cursor`` (at most ``limit``), progress and worker identities."""
+    """Task-stream records after ``cursor`` (at most ``limit``), progress, worker identities and
+    the resources waiting tasks ask of no worker."""
     from dask.utils import key_split
 
     plugin = compat.task_stream_plugin(dask_scheduler)
@@ -54,14 +79,25 @@ def poll(
         row[1] += sum(states.get(s, 0) for s in DONE_STATES)
         row[2] += states.get("processing", 0)
         row[3] += states.get("erred", 0)
-    workers = {address: ws.identity() for address, ws in dask_scheduler.workers.items()}
     return {
         "index": index,
         "tasks": tasks,
         "progress": progress,
-        "workers": workers,
+        "workers": _workers(dask_scheduler),
+        "waiting": missing_resources(dask_scheduler),
         "time": time.time(),
     }
+
+
+def _workers(dask_scheduler: Any) -> dict[str, dict[str, Any]]:
+    """Each worker's identity, as ``scheduler_info()`` gives it, and its process id (``pid``):
+    with it the monitor finds the worker's share of a local GPU's memory in NVML's process list."""
+    workers = {}
+    for address, ws in dask_scheduler.workers.items():
+        identity = ws.identity()
+        identity["pid"] = getattr(ws, "pid", None)
+        workers[address] = identity
+    return workers
 
 
 def missing_resources(dask_scheduler: Any = None) -> dict[str, int]:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpudask_jupyter import compat
+from gpudask_jupyter import compat, config, nvml
 from gpudask_jupyter.convert import dask_collections, find
 from gpudask_jupyter.convert.report import nbytes_of
 
@@ -81,8 +81,14 @@ def test_a_failing_cuda_probe_is_a_reason_and_logged(caplog, monkeypatch) -> Non
     fake.cuda.runtime = Runtime  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setattr(availability.importlib.util, "find_spec", lambda name: object())
-    with caplog.at_level(logging.DEBUG, logger="gpudask_jupyter.convert.availability"):
-        why = availability._check(())
+    config.set_override("nvml", False)  # NVML cannot tell: CUDA is asked
+    nvml.reset()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="gpudask_jupyter.convert.availability"):
+            why = availability._check(())
+    finally:
+        config.clear_overrides()
+        nvml.reset()
     assert why == "CUDA has no usable device (driver not loaded)"
     assert any(r.exc_info and "driver not loaded" in str(r.exc_info[1]) for r in caplog.records)
 

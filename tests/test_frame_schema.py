@@ -11,6 +11,7 @@ import pytest
 
 from gpudask_jupyter import config, frame
 from gpudask_jupyter.monitor import BadCursor, Cursor
+from gpudask_jupyter.monitor.callers import ClientCaller
 from gpudask_jupyter.monitor.trackers import ClusterTracker, Source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +60,7 @@ def test_a_reading_goes_on_the_wire_in_field_order_and_comes_back_by_name() -> N
 
 
 def test_heartbeat_gpus_are_readings_of_the_same_type() -> None:
-    source = Source(token=1, client=lambda: None, owns_client=False, mode="attached", address="a")
+    source = Source(token=1, caller=lambda: ClientCaller(None), mode="attached", address="a")
     tracker = ClusterTracker(source, epoch=1)
     identity = {
         "name": "w0",
@@ -115,3 +116,46 @@ def test_a_cursor_round_trips_through_text() -> None:
 def test_text_that_is_not_a_cursor_is_refused(text: str) -> None:
     with pytest.raises(BadCursor):
         Cursor.decode(text)
+
+
+def _script(name: str) -> ModuleType:
+    path = ROOT / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "tests" / "fixtures").glob("frames_*.json")))
+def test_recorded_frames_are_frames_of_this_version_small_enough_to_commit(path: Path) -> None:
+    import json
+
+    assert path.stat().st_size < 1024 * 1024
+    frames = json.loads(path.read_text())["frames"]
+    assert frames[0]["kind"] == "snapshot"
+    states = set()
+    for recorded in frames:
+        assert set(recorded) == set(frame.Frame.__annotations__)
+        assert recorded["version"] == frame.VERSION
+        if recorded["cluster"]:
+            states.add(recorded["cluster"]["state"])
+            assert set(recorded["cluster"]) == set(frame.ClusterInfo.__annotations__)
+        for worker in recorded["workers"]:
+            assert set(worker) == set(frame.WorkerInfo.__annotations__)
+        for device in recorded["devices"]:
+            assert set(device) == set(frame.DeviceInfo.__annotations__)
+    assert {"running", "stopped"} <= states  # the run, then the history after stop
+    assert any(t["prefix"] == "matmul_load" for f in frames for t in f["tasks"])
+
+
+def test_a_recording_is_trimmed_below_the_limit_keeping_its_frames() -> None:
+    import json
+
+    recorder = _script("record_frames")
+    task = {"worker": "w", "thread": 1, "start": 1.123456789, "stop": 2.0, "key": "k" * 50}
+    frames = [{"kind": "snapshot", "tasks": [task] * 1000}, {"kind": "delta", "tasks": [task]}]
+    out = recorder.trimmed(frames, limit=20_000)
+    assert [f["kind"] for f in out] == ["snapshot", "delta"]
+    assert len(json.dumps(out)) <= 20_000
+    assert out[0]["tasks"][0]["start"] == 1.1235 and len(out[1]["tasks"]) == 1

@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from gpudask_jupyter import nvml
+from gpudask_jupyter.frame import WorkerInfo
 from gpudask_jupyter.monitor import Cursor, Monitor, Source
+from gpudask_jupyter.monitor.callers import ClientCaller
 from gpudask_jupyter.taskstream import SeqBuffer
 
 
@@ -49,8 +51,7 @@ def dask_client() -> Iterator[Any]:
 def monitor_for(client: Any) -> Monitor:
     source = Source(
         token=client,
-        client=lambda: client,
-        owns_client=False,
+        caller=lambda: ClientCaller(client),
         mode="cpu",
         address=client.scheduler.address,
     )
@@ -274,3 +275,168 @@ def test_the_kernel_monitor_follows_no_cluster_until_one_is_started() -> None:
 
     assert cluster.current() is None
     assert shared_monitor.kernel_sources() == {}
+
+
+# -- what the frames say about the cluster ------------------------------------------------------
+
+
+def _until(predicate: Any, timeout: float = 30, step: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(step)
+
+
+def _scheduler_counts(dask_scheduler: Any = None) -> dict[str, tuple[int, int]]:
+    """Per worker: tasks sent to it and not finished (running or ready there), results held."""
+    return {a: (len(ws.processing), len(ws.has_what)) for a, ws in dask_scheduler.workers.items()}
+
+
+def test_worker_counts_match_the_schedulers_with_held_results(dask_client) -> None:
+    from distributed import wait
+
+    monitor = monitor_for(dask_client)
+    held = dask_client.map(slow_inc, range(10), delay=0)
+    wait(held)
+    sleepers = dask_client.map(time.sleep, [4] * 6, pure=False)
+
+    def agreed() -> dict[str, WorkerInfo] | None:
+        monitor.tick()
+        workers = {w["address"]: w for w in monitor.frame("c")[0]["workers"]}
+        expected = dask_client.run_on_scheduler(_scheduler_counts)
+        mine = {a: (w["executing"] + w["ready"], w["in_memory"]) for a, w in workers.items()}
+        busy = sum(w["executing"] for w in workers.values())
+        return workers if mine == expected and busy == 4 else None
+
+    workers = _until(agreed, timeout=20, step=0.3)
+    assert workers, dask_client.run_on_scheduler(_scheduler_counts)
+    assert sum(w["in_memory"] for w in workers.values()) == 10
+    assert sum(w["ready"] for w in workers.values()) == 6 - 4 - _queued(dask_client)
+    assert all(w["ours"] for w in workers.values())  # a cluster the kernel started
+    dask_client.cancel(sleepers)
+
+
+def _queued(client: Any) -> int:
+    return int(client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.queued)))
+
+
+def test_tasks_waiting_for_a_resource_no_worker_offers_are_in_the_frame(dask_client) -> None:
+    monitor = monitor_for(dask_client)
+    future = dask_client.submit(slow_inc, 1, resources={"GPU": 1}, pure=False)
+
+    def waiting() -> list[Any]:
+        monitor.tick()
+        return monitor.frame("c")[0]["waiting"]
+
+    assert _until(waiting, timeout=10) == [{"resource": "GPU", "tasks": 1}]
+    future.cancel()
+    assert _until(lambda: not waiting(), timeout=10)
+
+
+def test_the_probe_gives_each_workers_process_id(dask_client) -> None:
+    from gpudask_jupyter import scheduler_probe
+
+    scheduler_probe.ship_by_value()
+    answer = dask_client.run_on_scheduler(scheduler_probe.poll)
+    pids = {address: identity["pid"] for address, identity in answer["workers"].items()}
+    assert pids == dask_client.run(os.getpid)
+
+
+def test_workers_of_an_attached_cluster_are_not_ours_unless_the_source_says(dask_client) -> None:
+    def source(**extra: Any) -> Source:
+        return Source(
+            token=1,
+            caller=lambda: ClientCaller(dask_client),
+            mode="attached",
+            address=dask_client.scheduler.address,
+            **extra,
+        )
+
+    attached = Monitor(lambda: {"c": source()})
+    attached.tick()
+    assert [w["ours"] for w in attached.frame("c")[0]["workers"]] == [False, False]
+    first = sorted(dask_client.scheduler_info()["workers"])[0]
+    joined = Monitor(lambda: {"c": source(ours=lambda address: address == first)})
+    joined.tick()
+    ours = {w["address"]: w["ours"] for w in joined.frame("c")[0]["workers"]}
+    assert ours == {a: a == first for a in ours} and sum(ours.values()) == 1
+
+
+def test_the_clusters_share_of_device_memory_comes_from_its_workers_processes() -> None:
+    from gpudask_jupyter.monitor.workers import memory_by_device
+
+    listing = [
+        nvml.GpuProcess("GPU-a", 10, 100, own=True),
+        nvml.GpuProcess("GPU-a", 11, 50, own=True),
+        nvml.GpuProcess("GPU-b", 11, 7, own=True),
+        nvml.GpuProcess("GPU-b", 99, 1000, own=False),  # not the cluster's
+        nvml.GpuProcess("GPU-c", 12, None, own=True),  # memory not reported
+    ]
+    assert memory_by_device({10, 11, 12}, listing) == {"GPU-a": 150, "GPU-b": 7, "GPU-c": 0}
+    assert memory_by_device({42}, listing) is None  # the listing does not see them: unknown
+    assert memory_by_device(set(), listing) is None
+
+
+def test_after_stop_the_history_stays_until_a_new_cluster_starts(dask_client) -> None:
+    sources: dict[str, Source] = {"c": monitor_for(dask_client)._sampler.trackers._sources()["c"]}
+    monitor = Monitor(lambda: dict(sources))
+    monitor.tick()  # the scheduler records the task stream from the first question on
+    dask_client.gather(dask_client.map(slow_inc, range(5)))
+    monitor.tick()
+    running, cursor = monitor.frame("c")
+    assert running["cluster"]["state"] == "running" and running["tasks"]
+    del sources["c"]  # %gpu_cluster stop, or the kernel went away
+    monitor.tick()
+    stopped, after = monitor.frame("c", cursor)
+    assert stopped["kind"] == "delta"  # the same cluster's history, not a new one
+    assert stopped["cluster"]["state"] == "stopped"
+    assert stopped["cluster"]["stopped_at"] == pytest.approx(time.time(), abs=5)
+    assert stopped["cluster"]["message"] == "the cluster was stopped"
+    snapshot, _ = monitor.frame("c")
+    assert {t["key"] for t in snapshot["tasks"]} == {t["key"] for t in running["tasks"]}
+    assert snapshot["workers"] and snapshot["progress"]
+    assert all(w["executing"] == 0 for w in snapshot["workers"])
+    sources["c"] = Source(
+        token="new", caller=lambda: ClientCaller(dask_client), mode="cpu", address="x"
+    )
+    monitor.tick()
+    fresh, _ = monitor.frame("c", after)
+    assert fresh["kind"] == "snapshot" and fresh["cluster"]["stopped_at"] is None
+    assert fresh["cluster"]["state"] == "running"
+
+
+def test_a_stopped_clusters_history_ages_out() -> None:
+    from gpudask_jupyter.monitor.trackers import Trackers
+
+    sources = {"c": Source(token=1, caller=lambda: ClientCaller(None), mode="cpu", address="a")}
+    trackers = Trackers(lambda: dict(sources))
+    lock = threading.RLock()
+    assert trackers.reconcile(1000.0, 60, lock)
+    sources.clear()
+    assert trackers.reconcile(1001.0, 60, lock)  # stopped
+    tracker = trackers.get("c")
+    assert tracker is not None and tracker.state == "stopped" and tracker.stopped_at == 1001.0
+    assert not trackers.reconcile(1060.0, 60, lock)  # still within the history
+    assert trackers.reconcile(1062.0, 60, lock) and trackers.get("c") is None
+
+
+def test_a_cluster_that_goes_away_is_said_within_two_seconds_at_any_interval() -> None:
+    sources = {"c": Source(token=1, caller=lambda: ClientCaller(None), mode="cpu", address="a")}
+    monitor = Monitor(lambda: dict(sources))
+    states: list[tuple[float, str]] = []
+
+    def seen() -> None:
+        cluster = monitor.frame("c")[0]["cluster"]
+        states.append((time.monotonic(), cluster["state"] if cluster else "none"))
+
+    token = monitor.subscribe(seen, interval=10)
+    try:
+        assert _until(lambda: states, timeout=10)
+        gone = time.monotonic()
+        sources.clear()
+        assert _until(lambda: states[-1][1] == "stopped", timeout=5), states
+        assert states[-1][0] - gone < 2.0
+    finally:
+        monitor.unsubscribe(token)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -177,3 +178,160 @@ async def test_loose_registry_entries_are_ignored(jp_fetch) -> None:
     path.chmod(0o644)
     kernels = await _get(jp_fetch, "kernels")
     assert kernels["kernels"] == []
+
+
+@pytest.mark.parametrize("interval", ["nan", "NaN", "inf", "-inf", "1e400", "-1e400"])
+async def test_an_interval_that_is_not_a_finite_number_is_refused(jp_fetch, interval) -> None:
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("gpudask", "api", "frame", params={"kernel": "k", "interval": interval})
+    assert info.value.code == 400
+
+
+def _write_raw_entry(runtime: Any, name: str, fields: dict[str, Any]) -> None:
+    path = runtime / f"{registry.PREFIX}{name}.json"
+    path.write_text(json.dumps(fields))
+    path.chmod(0o600)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"pid": "123"},
+        {"pid": 2**70},
+        {"pid": None},
+        {"pid": 1.5},
+        {"tls": "yes"},
+        {"tls": ["a"]},
+        {"kernel_id": ["k"]},
+        {"scheduler_address": 7},
+    ],
+)
+async def test_a_malformed_entry_never_makes_a_route_fail(jp_fetch, runtime_dir, bad) -> None:
+    good = {
+        "kernel_id": "k-bad",
+        "pid": os.getpid(),
+        "mode": "cpu",
+        "scheduler_address": "tcp://127.0.0.1:1",
+        "dashboard_link": None,
+        "tls": None,
+        "created": time.time(),
+        "version": registry.SCHEMA_VERSION,
+    }
+    _write_raw_entry(runtime_dir, "k-bad", good | bad)
+    kernels = await _get(jp_fetch, "kernels")
+    for kernel in kernels["kernels"]:
+        assert isinstance(kernel["kernel_id"], str)
+        assert isinstance(kernel["scheduler_address"], str)
+    for _ in range(3):  # the sampler reads the entry on its thread meanwhile
+        body = await _get(jp_fetch, "frame", kernel="k-bad", cursor="", interval="0.25")
+        assert body["frame"]["version"] == VERSION
+        await asyncio.sleep(0.3)
+
+
+async def _until_state(
+    jp_fetch: Any, kernel: str, states: set[str], timeout: float = 30
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        body = await _get(jp_fetch, "frame", kernel=kernel, cursor="", interval="0.25")
+        cluster = body["frame"]["cluster"]
+        if cluster is not None and cluster["state"] in states:
+            return dict(body["frame"])
+        assert time.monotonic() < deadline, body["frame"]
+        await asyncio.sleep(0.1)
+
+
+async def test_a_stopped_cluster_is_said_within_two_seconds_and_its_history_kept(
+    jp_fetch, caplog
+) -> None:
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    client = Client(cluster)
+    try:
+        registry.write(registry.Entry("k-3", os.getpid(), "cpu", cluster.scheduler_address))
+        await _until_state(jp_fetch, "k-3", {"running"})
+        await asyncio.get_running_loop().run_in_executor(
+            None, lambda: client.gather(client.map(lambda x: x + 1, range(5)))
+        )
+        frame = await _until_state(jp_fetch, "k-3", {"running"})
+        deadline = time.monotonic() + 30
+        while len(frame["tasks"]) < 5:
+            assert time.monotonic() < deadline, frame
+            frame = await _until_state(jp_fetch, "k-3", {"running"})
+        caplog.set_level(logging.DEBUG, logger="distributed")
+        stopped = time.monotonic()
+        registry.remove("k-3")  # %gpu_cluster stop
+        await asyncio.get_running_loop().run_in_executor(None, client.close)
+        await asyncio.get_running_loop().run_in_executor(None, cluster.close)
+        frame = await _until_state(jp_fetch, "k-3", {"stopped"}, timeout=10)
+        assert time.monotonic() - stopped < 2.0
+        assert frame["cluster"]["stopped_at"] is not None
+        assert len(frame["tasks"]) >= 5 and frame["workers"]  # the history stays
+        await asyncio.sleep(1.0)
+        assert "Failed to reconnect" not in caplog.text
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    finally:
+        registry.remove("k-3")
+        client.close()
+        cluster.close()
+
+
+async def _kernel(jp_fetch: Any) -> str:
+    reply = await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))
+    return str(json.loads(reply.body)["id"])
+
+
+async def test_a_kernel_shut_down_by_the_server_stops_its_cluster_within_two_seconds(
+    jp_fetch,
+) -> None:
+    from distributed import Client, LocalCluster
+
+    kernel_id = await _kernel(jp_fetch)
+    cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    client = Client(cluster)
+    try:
+        # the entry's process stays alive (this one): only the kernel manager can tell
+        registry.write(registry.Entry(kernel_id, os.getpid(), "cpu", cluster.scheduler_address))
+        await _until_state(jp_fetch, kernel_id, {"running"})
+        asked = time.monotonic()
+        shutdown = asyncio.ensure_future(jp_fetch("api", "kernels", kernel_id, method="DELETE"))
+        frame = await _until_state(jp_fetch, kernel_id, {"stopped"}, timeout=20)
+        assert time.monotonic() - asked < 2.0
+        assert "kernel" in frame["cluster"]["message"]
+        await shutdown
+        await asyncio.sleep(1.0)
+        frame = await _until_state(jp_fetch, kernel_id, {"stopped"})  # and stays so
+        assert frame["cluster"]["message"] == "the notebook's kernel was shut down"
+    finally:
+        registry.remove(kernel_id)
+        client.close()
+        cluster.close()
+
+
+async def test_a_kernel_restarted_by_the_server_stops_its_cluster_within_two_seconds(
+    jp_fetch, jp_serverapp
+) -> None:
+    from distributed import Client, LocalCluster
+
+    kernel_id = await _kernel(jp_fetch)
+    pid = jp_serverapp.kernel_manager.get_kernel(kernel_id).provisioner.pid
+    cluster = LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+    client = Client(cluster)
+    try:
+        registry.write(registry.Entry(kernel_id, pid, "cpu", cluster.scheduler_address))
+        await _until_state(jp_fetch, kernel_id, {"running"})
+        asked = time.monotonic()
+        restart = asyncio.ensure_future(
+            jp_fetch("api", "kernels", kernel_id, "restart", method="POST", body="{}")
+        )
+        frame = await _until_state(jp_fetch, kernel_id, {"stopped"}, timeout=20)
+        assert time.monotonic() - asked < 2.0, frame["cluster"]
+        await restart
+        frame = await _until_state(jp_fetch, kernel_id, {"stopped"})  # the new kernel has none
+        assert frame["workers"]  # what the old one showed stays, greyed
+    finally:
+        registry.remove(kernel_id)
+        await jp_fetch("api", "kernels", kernel_id, method="DELETE")
+        client.close()
+        cluster.close()

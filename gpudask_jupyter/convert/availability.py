@@ -1,6 +1,9 @@
 """Whether GPU conversions can run here, and if not, why (checked once per process).
 
-CuPy is imported only to ask CUDA for the device count; that creates no context on a device.
+The reason points where the fix is: on a machine without an NVIDIA driver or GPU (NVML says so)
+installing the GPU libraries would not help, so the reason is that, the same for every converter
+(and so told once); advice to install is given only where a driver is there, or unknown. CuPy is
+imported only to ask CUDA for the device count; that creates no context on a device.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ _lock = threading.Lock()
 _cache: dict[tuple[str, ...], str | None] = {}
 
 INSTALL = "pip install 'gpudask-jupyter[gpu]'"
+NO_DRIVER = "no NVIDIA driver/GPU on this machine"
 
 
 def reason(*modules: str) -> str | None:
@@ -29,10 +33,26 @@ def reason(*modules: str) -> str | None:
     return found
 
 
+def _driverless() -> bool:
+    """NVML says this machine has no NVIDIA driver, or a driver without GPUs (False where NVML
+    cannot tell: switched off, nvidia-ml-py missing)."""
+    from .. import nvml
+
+    state = nvml.status().state
+    return state in {
+        nvml.NvmlState.NO_LIBRARY,
+        nvml.NvmlState.DRIVER_NOT_LOADED,
+        nvml.NvmlState.NO_DEVICES,
+    }
+
+
 def _check(modules: tuple[str, ...]) -> str | None:
-    for module in ("cupy", *modules):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed ({INSTALL})"
+    """The first of: no driver, no CuPy, no device CUDA can use, a missing library; so that
+    every converter on a machine without a GPU gives the same reason."""
+    if _driverless():
+        return NO_DRIVER
+    if importlib.util.find_spec("cupy") is None:
+        return f"cupy is not installed ({INSTALL})"
     import cupy
 
     try:
@@ -42,6 +62,9 @@ def _check(modules: tuple[str, ...]) -> str | None:
         return f"CUDA has no usable device ({err})"
     if count == 0:
         return "CUDA reports no GPU"
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed ({INSTALL})"
     return None
 
 

@@ -7,7 +7,8 @@ subscriptions and polling requests of its consumers. Its parts, each in its own 
 
 - :mod:`.consumers` — who wants frames, hence the interval and history;
 - :mod:`.sampling` — the thread and one tick: :mod:`.local_gpus` (NVML) and :mod:`.trackers`
-  (one per cluster: task stream, progress, workers and their heartbeat GPUs);
+  (one per cluster: task stream, progress, workers (:mod:`.workers`) and their heartbeat GPUs,
+  asked through a :mod:`.callers` call that never makes one cluster wait for another);
 - :mod:`.assembly` — a consumer's frame from the buffers, after its :mod:`.cursor`.
 """
 
@@ -34,7 +35,13 @@ class Monitor:
     def __init__(self, sources: Callable[[], dict[str, Source]]) -> None:
         self._consumers = Consumers(config.get("refresh-interval"), config.get("history"))
         self._sampler = Sampler(sources)
-        self._thread = SamplingThread(self._step, lambda: self.interval, self._consumers.idle)
+        self._thread = SamplingThread(
+            self._step,
+            lambda: self.interval,
+            self._consumers.idle,
+            check=self._check,
+            on_idle=self._sampler.close,  # nobody asks: no connection is kept
+        )
         self._error = ""
 
     # -- consumers ----------------------------------------------------------------------------
@@ -61,9 +68,10 @@ class Monitor:
         if self._consumers.idle():
             self.stop()
 
-    def request(self, consumer: str, interval: float) -> None:
-        """A polling consumer (a sidebar) asks for samples at ``interval``."""
-        self._consumers.request(consumer, interval)
+    def request(self, consumer: str, interval: float, key: str | None = None) -> None:
+        """A polling consumer (a sidebar) asks for samples at ``interval`` of the cluster
+        ``key`` (None: of every cluster); clusters nobody asks for are not sampled."""
+        self._consumers.request(consumer, interval, key)
         self.start()
 
     @property
@@ -92,13 +100,40 @@ class Monitor:
     def running(self) -> bool:
         return self._thread.running
 
-    def tick(self) -> None:
-        """One round of sampling; safe to call from any thread (tests do)."""
-        self._sampler.tick(self.interval, self.history, self._consumers.wants_processes)
+    def tick(self, wait: float | None = None) -> bool:
+        """One round of sampling; safe to call from any thread (tests do). ``wait``: how long
+        to wait for the schedulers' answers (default: half the interval; a one-off snapshot
+        waits for the first answer). Returns whether a cluster came, went or stopped."""
+        return self._sampler.tick(
+            self.interval,
+            self.history,
+            self._consumers.wants_processes,
+            self._consumers.wanted,
+            wait,
+        )
+
+    def answers(self, key: str) -> int:
+        """How many times cluster ``key``'s scheduler answered (0 for no such cluster): what a
+        cluster's sampling rate is measured by."""
+        tracker = self._sampler.trackers.get(key)
+        return tracker.answers if tracker is not None else 0
+
+    @property
+    def ticks(self) -> int:
+        return self._sampler.ticks
+
+    def _check(self) -> None:
+        try:
+            changed = self._sampler.check(self.history)
+        except Exception:
+            log.debug("reading the monitor's sources failed", exc_info=True)
+            return
+        if changed:
+            self._consumers.notify(everyone=True)
 
     def _step(self) -> None:
         try:
-            self.tick()
+            changed = self.tick()
         except Exception as err:  # keep sampling; the next frames carry the message
             error = f"monitor error: {type(err).__name__}: {err}"
             level = logging.DEBUG if error == self._error else logging.WARNING
@@ -106,7 +141,7 @@ class Monitor:
             self._error = error
             return
         self._error = ""
-        self._consumers.notify()
+        self._consumers.notify(everyone=changed)
 
     # -- frames -------------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ def assemble(
         tracker = sampler.trackers.get(key)
         epoch = tracker.epoch if tracker is not None else 0
         resume = since if since is not None and since.resumes(epoch, sampler.samples.seq) else None
-        devices = sampler.local.devices() + (list(tracker.remote.values()) if tracker else [])
+        devices = _devices(sampler, tracker)
         if resume is None:
             samples = sampler.samples.window(now - history)
         else:
@@ -64,6 +64,19 @@ def assemble(
             _add_cluster(frame, tracker, None if resume is None else resume.tasks, now)
         next_cursor = Cursor(sampler.samples.seq, tracker.tasks.seq if tracker else 0, epoch)
     return frame, next_cursor
+
+
+def _devices(sampler: Sampler, tracker: ClusterTracker | None) -> list[DeviceInfo]:
+    """This machine's devices, with the cluster's share of each where known, then the GPUs the
+    cluster's workers report from other machines."""
+    local = sampler.local.devices()
+    if tracker is None:
+        return local
+    held = tracker.cluster_memory
+    if held is not None:
+        for device in local:
+            device["cluster_memory"] = held.get(device["id"], 0)
+    return local + list(tracker.remote.values())
 
 
 def _nvml_info() -> NvmlInfo:
@@ -95,9 +108,10 @@ def _add_cluster(
         address=tracker.source.address,
         dashboard=tracker.source.dashboard,
         message=tracker.message,
-        stopped_at=None,
+        stopped_at=tracker.stopped_at,
     )
     frame["tasks"] = tasks
+    frame["waiting"] = list(tracker.waiting)
     frame["workers"] = list(tracker.workers)
     frame["progress"] = list(tracker.progress)
     frame["messages"] += [n.text for n in tracker.notes if now - n.time < NOTE_SECONDS]

@@ -42,6 +42,7 @@ class Consumers:
         self._subscribers: dict[int, Subscriber] = {}
         self._tokens = itertools.count(1)
         self._requests: dict[str, tuple[float, float]] = {}  # consumer -> (interval, when)
+        self._asked_for: dict[str, str | None] = {}  # consumer -> the cluster it polls
 
     def subscribe(
         self,
@@ -79,10 +80,22 @@ class Consumers:
         with self._lock:
             self._subscribers.pop(token, None)
 
-    def request(self, consumer: str, interval: float) -> None:
-        """A polling consumer asks for samples at ``interval``; kept for REQUEST_SECONDS."""
+    def request(self, consumer: str, interval: float, key: str | None = None) -> None:
+        """A polling consumer asks for samples at ``interval``, of the cluster ``key`` (None:
+        of every cluster); kept for REQUEST_SECONDS."""
         with self._lock:
             self._requests[consumer] = (clamp_interval(interval), time.monotonic())
+            self._asked_for[consumer] = key
+
+    def wanted(self, key: str) -> bool:
+        """Whether anybody looks at cluster ``key``: a subscriber (a panel follows its kernel's
+        cluster, whatever it is) or a polling consumer that asked for it. Without any consumer
+        (a one-off tick) every cluster is."""
+        requests = self.requests
+        with self._lock:
+            if self._subscribers or not requests:
+                return True
+            return any(self._asked_for.get(c, key) in {key, None} for c in requests)
 
     @property
     def requests(self) -> dict[str, tuple[float, float]]:
@@ -92,6 +105,7 @@ class Consumers:
             self._requests = {
                 k: v for k, v in self._requests.items() if now - v[1] < REQUEST_SECONDS
             }
+            self._asked_for = {k: v for k, v in self._asked_for.items() if k in self._requests}
             return dict(self._requests)
 
     @property
@@ -120,11 +134,16 @@ class Consumers:
         with self._lock:
             return not self._subscribers and not requests
 
-    def notify(self) -> None:
-        """Call back every subscriber whose interval has passed since its last call."""
+    def notify(self, everyone: bool = False) -> None:
+        """Call back every subscriber whose interval has passed since its last call (or
+        ``everyone``: a cluster came or went)."""
         now = time.monotonic()
         with self._lock:
-            due = [s for s in self._subscribers.values() if now - s.last >= s.interval * 0.95]
+            due = [
+                s
+                for s in self._subscribers.values()
+                if everyone or now - s.last >= s.interval * 0.95
+            ]
             for sub in due:
                 sub.last = now
         for sub in due:

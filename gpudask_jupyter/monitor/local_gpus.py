@@ -69,9 +69,15 @@ class LocalGpus:
         return names
 
     @staticmethod
-    def processes() -> Processes:
+    def process_list() -> list[nvml.GpuProcess] | None:
+        """Every compute process on the local devices; None without NVML."""
+        if not nvml.status().available:
+            return None
+        return nvml.processes()
+
+    @staticmethod
+    def processes(found: list[nvml.GpuProcess]) -> Processes:
         """The current user's compute processes; other users' only counted."""
-        found = nvml.processes()
         return Processes(
             own=[
                 ProcessInfo(device=p.uuid, pid=p.pid, memory=p.memory_used) for p in found if p.own

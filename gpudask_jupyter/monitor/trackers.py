@@ -2,57 +2,54 @@
 
 Clusters come from a *sources* function the monitor's owner registers: the kernel's current
 cluster for a panel, the registry entries of every kernel for the sidebar. A ClusterTracker per
-source reads the scheduler with one call per tick (:mod:`..scheduler_probe`): new task-stream
-records, progress per task prefix and the workers with their heartbeat GPU figures, which is how
-GPUs on other machines appear. A tracker's *epoch* is new for every cluster, so a consumer's
-cursor into an earlier cluster's task stream is never mistaken for one into this one.
+source asks the scheduler one question per tick (:mod:`..scheduler_probe`): new task-stream
+records, progress per task prefix, the workers with their heartbeat figures and the resources
+waiting tasks ask of no worker. The question is a call that returns at once (:mod:`.callers`),
+so the sampler asks every cluster together and none waits for another.
+
+A tracker's state: "connecting" until its first call ends, then "running" or "unreachable";
+"closed" when the kernel's client was closed; "stopped" once its source is gone (the cluster was
+stopped, its kernel shut down or restarted). A stopped tracker is asked nothing more but keeps
+what it had (task stream, progress, workers) with the time it stopped, until a new cluster
+takes its place or its history ages out. A tracker's *epoch* is new for every cluster, so a
+consumer's cursor into an earlier cluster's task stream is never mistaken for one into this one.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import itertools
 import logging
 import socket
-import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import compat, heartbeat, scheduler_probe
+from .. import scheduler_probe
 from ..frame import (
     ClusterState,
     DeviceInfo,
     DeviceReading,
     PrefixProgress,
+    ResourceWait,
     TaskRect,
-    WorkerGpu,
     WorkerInfo,
 )
 from ..taskstream import SeqBuffer, rectangles
+from .callers import Caller
+from .workers import memory_by_device, read_workers
 
 log = logging.getLogger(__name__)
 
 MAX_TASKS = 50_000
 CALL_TIMEOUT = 5.0
-RETRY_SECONDS = 5.0  # between attempts to connect to a scheduler that did not answer
+"""Seconds a scheduler has to answer one call (connecting included)."""
+CONNECT_TIMEOUT = 3.0
+RETRY_SECONDS = 5.0
+"""Between attempts to reach a scheduler that did not answer."""
 MAX_PROGRESS_ROWS = 50
-
-_probe_lock = threading.Lock()
-_probe_registered = False
-
-
-def _register_probe() -> None:
-    """Ship the probe to the scheduler by value: a scheduler elsewhere need not install us."""
-    global _probe_registered
-    with _probe_lock:
-        if not _probe_registered:
-            import cloudpickle
-
-            cloudpickle.register_pickle_by_value(scheduler_probe)
-            cloudpickle.register_pickle_by_value(compat)  # the probe calls it in the scheduler
-            _probe_registered = True
 
 
 def local_hosts() -> set[str]:
@@ -68,11 +65,22 @@ class Source:
     """A cluster to follow. ``token`` changes when the cluster is a different one."""
 
     token: object
-    client: Callable[[], Any]  # returns a connected distributed.Client
-    owns_client: bool  # close the client when the source goes away
+    caller: Callable[[], Caller]
+    """Makes the way to ask the scheduler (called once per tracker; connects lazily)."""
     mode: str
     address: str
     dashboard: str | None = None
+    ours: Callable[[str], bool] | None = None
+    """Whether the worker at an address was started or lent by this kernel; None: all of them
+    for a cluster the kernel started (mode "gpu" or "cpu"), none for one it attached to. A kernel
+    that joins its own workers to another scheduler passes their addresses here."""
+    ended: str = ""
+    """Set when the cluster's kernel is known to be gone (why, in words): the tracker stops."""
+
+    def is_ours(self, address: str) -> bool:
+        if self.ours is not None:
+            return self.ours(address)
+        return self.mode in {"gpu", "cpu"}
 
 
 @dataclass
@@ -83,79 +91,94 @@ class Note:
     text: str
 
 
+def _describe(err: BaseException) -> str:
+    if isinstance(err, TimeoutError):
+        return f"no answer within {CALL_TIMEOUT:g} s"
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
 class ClusterTracker:
     """What the monitor knows of one cluster: workers, task stream, progress, notes."""
 
     def __init__(self, source: Source, epoch: int) -> None:
-        _register_probe()
+        scheduler_probe.ship_by_value()
         self.source = source
         self.epoch = epoch
-        self.client: Any = None
-        self.state: ClusterState = "running"
+        self.caller: Caller | None = None
+        self.state: ClusterState = "connecting"
         self.message = ""
+        self.stopped_at: float | None = None
+        self.answers = 0
         self.workers: list[WorkerInfo] = []
         self.remote: dict[str, DeviceInfo] = {}
         self.remote_readings: dict[str, DeviceReading] = {}
+        self.local_pids: set[int] = set()
+        self.cluster_memory: dict[str, int] | None = None
         self.progress: list[PrefixProgress] = []
+        self.waiting: list[ResourceWait] = []
         self.tasks: SeqBuffer[TaskRect] = SeqBuffer(MAX_TASKS)
         self.notes: deque[Note] = deque(maxlen=50)
+        self.pending: concurrent.futures.Future[Any] | None = None
         self._cursor: int | None = None
         self._known: set[str] = set()
         self._next_retry = 0.0
 
-    def _connect(self, now: float) -> bool:
-        if self.client is not None:
-            return True
-        if now < self._next_retry:
-            return False
-        try:
-            self.client = self.source.client()
-        except Exception as err:
-            log.debug("cannot connect to the scheduler at %s", self.source.address, exc_info=True)
-            self.state = "unreachable"
-            self.message = f"cannot reach the scheduler at {self.source.address}: {err}"
-            self._next_retry = now + RETRY_SECONDS
-            return False
-        return True
+    @property
+    def live(self) -> bool:
+        return self.stopped_at is None
 
-    def poll(self, now: float, hosts: set[str], local_names: dict[str, str], lock: Any) -> None:
-        """Ask the scheduler (outside ``lock``), then update the buffers (inside it), so that a
-        frame built meanwhile never sees half an update."""
-        if not self._connect(now):
+    def begin(self, now: float) -> concurrent.futures.Future[Any] | None:
+        """Ask the scheduler (unless a question is still out, or it is too early to retry)."""
+        if not self.live or self.pending is not None or now < self._next_retry:
+            return self.pending
+        if self.caller is None:
+            self.caller = self.source.caller()
+        if getattr(self.caller, "closed", False):
+            self.state, self.message = "closed", "the cluster's client was closed"
+            return None
+        self.pending = self.caller.call(scheduler_probe.poll, CALL_TIMEOUT, cursor=self._cursor)
+        return self.pending
+
+    def collect(self, now: float, hosts: set[str], local_names: dict[str, str], lock: Any) -> None:
+        """Take the scheduler's answer if it came (the buffers change inside ``lock``, so a
+        frame built meanwhile never sees half an update)."""
+        future = self.pending
+        if future is None or not future.done():
             return
-        client = self.client
-        if getattr(client, "status", "running") in {"closed", "closing"}:
-            with lock:
-                self.state, self.message = "closed", "the cluster's client was closed"
-            return
+        self.pending = None
         try:
-            result = compat.run_on_scheduler(
-                client, scheduler_probe.poll, CALL_TIMEOUT, cursor=self._cursor
-            )
+            result = future.result()
         except Exception as err:
             log.debug("polling the scheduler at %s failed", self.source.address, exc_info=True)
             with lock:
                 self._lost(now, err)
             return
         with lock:
-            self._apply(now, result, hosts, local_names)
+            if self.live:
+                self._apply(now, result, hosts, local_names)
 
-    def _lost(self, now: float, err: Exception) -> None:
+    def _lost(self, now: float, err: BaseException) -> None:
+        self._next_retry = now + RETRY_SECONDS
+        if not self.live:
+            return
+        self.close()  # reconnect on the next attempt
         if self.state == "running":
             self.notes.append(
                 Note(now, f"lost contact with the scheduler at {self.source.address}")
             )
+            self.message = f"the scheduler at {self.source.address} does not answer"
+        else:
+            self.message = f"cannot reach the scheduler at {self.source.address}"
+        self.message += f" ({_describe(err)})"
         self.state = "unreachable"
-        self.message = (
-            f"the scheduler at {self.source.address} does not answer ({type(err).__name__}: {err})"
-        )
 
     def _apply(
         self, now: float, result: dict[str, Any], hosts: set[str], local_names: dict[str, str]
     ) -> None:
-        if self.state != "running":
+        if self.state == "unreachable":
             self.notes.append(Note(now, f"the scheduler at {self.source.address} answers again"))
         self.state, self.message = "running", ""
+        self.answers += 1
         self._cursor = int(result["index"])
         for rect in rectangles(result["tasks"]):
             self.tasks.append(rect["stop"], rect)
@@ -166,6 +189,8 @@ class ClusterTracker:
             ),
             key=lambda p: (p["done"] >= p["total"], p["prefix"]),
         )[:MAX_PROGRESS_ROWS]
+        waiting = result.get("waiting") or {}
+        self.waiting = [ResourceWait(resource=str(k), tasks=int(v)) for k, v in waiting.items()]
         self._read_workers(now, result["workers"], hosts, local_names)
 
     def _read_workers(
@@ -175,92 +200,57 @@ class ClusterTracker:
         hosts: set[str],
         local_names: dict[str, str],
     ) -> None:
-        workers: list[WorkerInfo] = []
-        remote: dict[str, DeviceInfo] = {}
-        readings: dict[str, DeviceReading] = {}
-        for address, identity in identities.items():
-            name = str(identity.get("name", address))
-            host = str(identity.get("host", ""))
-            local = local_names.get(name) if host in hosts else None
-            gpu = _worker_gpu(address, identity, name, host, local, remote, readings)
-            workers.append(_worker_info(address, identity, name, host, gpu))
+        view = read_workers(identities, hosts, local_names, self.source.is_ours)
         current = set(identities)
         for gone in sorted(self._known - current):
             self.notes.append(Note(now, f"worker {gone} left the cluster"))
         for new in sorted(current - self._known) if self._known else ():
             self.notes.append(Note(now, f"worker {new} joined"))
         self._known = current
-        self.workers = sorted(workers, key=lambda w: w["name"])
-        self.remote, self.remote_readings = remote, readings
+        self.workers = view.workers
+        self.remote, self.remote_readings = view.remote, view.readings
+        self.local_pids = view.local_pids
+
+    def held_memory(self, processes: Iterable[Any] | None) -> None:
+        """This cluster's share of each local device, from NVML's process list (None: no list)."""
+        if self.live:
+            self.cluster_memory = (
+                None if processes is None else memory_by_device(self.local_pids, processes)
+            )
+
+    def stop(self, now: float, why: str) -> None:
+        """The source is gone: ask nothing more, keep the history, say when and why."""
+        self.close()
+        self.pending = None
+        self.stopped_at = now
+        self.state = "stopped"
+        self.message = why or "the cluster was stopped"
+        self.remote_readings = {}
+        workers = []
+        for worker in self.workers:  # new dicts: a frame being sent may hold the old ones
+            worker = worker.copy()
+            worker["executing"] = 0  # nothing runs on a stopped cluster
+            workers.append(worker)
+        self.workers = workers
+        self.progress = [
+            PrefixProgress(
+                prefix=p["prefix"], total=p["total"], done=p["done"], processing=0, erred=p["erred"]
+            )
+            for p in self.progress
+        ]
 
     def close(self) -> None:
-        if self.source.owns_client and self.client is not None:
+        caller, self.caller = self.caller, None
+        if caller is not None:
             try:
-                self.client.close(timeout=2)
+                caller.close()
             except Exception:
-                log.debug("closing the client of %s failed", self.source.address, exc_info=True)
-        self.client = None
-
-
-def _worker_gpu(
-    address: str,
-    identity: dict[str, Any],
-    name: str,
-    host: str,
-    local: str | None,
-    remote: dict[str, DeviceInfo],
-    readings: dict[str, DeviceReading],
-) -> WorkerGpu | None:
-    """The worker's GPU from its heartbeats. A GPU that local NVML does not see (``local`` is
-    None: another machine's) becomes a device of its own in ``remote``, sampled through the
-    heartbeats into ``readings``."""
-    beat = heartbeat.reported_gpu(identity)
-    if beat is None:
-        return None
-    device = local
-    if device is None:
-        device = f"worker:{address}"
-        remote[device] = DeviceInfo(
-            id=device,
-            label=name,
-            name=beat.name or "GPU",
-            host=host,
-            mig=False,
-            memory_total=beat.memory_total,
-            power_limit=None,
-            cluster_memory=None,
-        )
-        readings[device] = DeviceReading(utilization=beat.utilization, memory_used=beat.memory_used)
-    return WorkerGpu(
-        device=device,
-        name=beat.name,
-        utilization=beat.utilization,
-        memory_used=beat.memory_used,
-        memory_total=beat.memory_total,
-    )
-
-
-def _worker_info(
-    address: str, identity: dict[str, Any], name: str, host: str, gpu: WorkerGpu | None
-) -> WorkerInfo:
-    metrics = identity.get("metrics") or {}
-    return WorkerInfo(
-        address=address,
-        name=name,
-        host=host,
-        nthreads=int(identity.get("nthreads", 0)),
-        memory=metrics.get("memory"),
-        memory_limit=identity.get("memory_limit"),
-        executing=int(metrics.get("executing", 0)),
-        ready=int(metrics.get("ready", 0)),
-        in_memory=int(metrics.get("in_memory", 0)),
-        gpu=gpu,
-        ours=False,
-    )
+                log.debug("closing the connection to %s failed", self.source.address, exc_info=True)
 
 
 class Trackers:
-    """One ClusterTracker per source, replaced when the source's token changes."""
+    """One ClusterTracker per source: replaced when the source's token changes, stopped (its
+    history kept) when the source goes, dropped when that history is older than ``history``."""
 
     def __init__(self, sources: Callable[[], dict[str, Source]]) -> None:
         self._sources = sources
@@ -270,21 +260,35 @@ class Trackers:
     def get(self, key: str) -> ClusterTracker | None:
         return self._trackers.get(key)
 
-    def reconcile(self, lock: Any) -> list[ClusterTracker]:
-        """Follow what the sources say now; the trackers to poll this tick."""
+    def reconcile(self, now: float, history: float, lock: Any) -> bool:
+        """Follow what the sources say now; whether any cluster came, went or stopped."""
         sources = self._sources()
+        changed = False
         with lock:
-            for key in list(self._trackers):
-                tracker = self._trackers[key]
-                if key not in sources or sources[key].token != tracker.source.token:
+            for key, tracker in list(self._trackers.items()):
+                source = sources.get(key)
+                fresh = source is not None and not source.ended
+                if fresh and source is not None and source.token != tracker.source.token:
                     tracker.close()
                     del self._trackers[key]
+                elif tracker.live and not fresh:
+                    tracker.stop(now, source.ended if source is not None else "")
+                elif not tracker.live and now - (tracker.stopped_at or now) > history:
+                    del self._trackers[key]
+                else:
+                    continue
+                changed = True
             for key, source in sources.items():
-                if key not in self._trackers:
+                if key not in self._trackers and not source.ended:
                     self._trackers[key] = ClusterTracker(source, next(self._epochs))
-            return list(self._trackers.values())
+                    changed = True
+        return changed
+
+    def live(self) -> list[tuple[str, ClusterTracker]]:
+        return [(key, t) for key, t in self._trackers.items() if t.live]
 
     def close(self) -> None:
+        """Let go of every connection; what the trackers hold stays readable."""
         for tracker in self._trackers.values():
             tracker.close()
-        self._trackers.clear()
+            tracker.pending = None

@@ -17,7 +17,10 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(server_app: Any) -> None:
+    from .registry_monitor import use_kernel_manager
+
     setup_handlers(server_app.web_app)
+    use_kernel_manager(getattr(server_app, "kernel_manager", None))
     server_app.log.info("gpudask_jupyter: GPU Dask sidebar API at /gpudask/api")
 
 

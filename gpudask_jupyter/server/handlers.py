@@ -3,6 +3,8 @@ from the client: clusters are only those of the registry, addressed by kernel id
 
 from __future__ import annotations
 
+import logging
+import math
 import re
 from typing import Any
 
@@ -16,6 +18,8 @@ from ..frame import clamp_interval
 from ..monitor import BadCursor, Cursor
 from .registry_monitor import registry_sources, server_monitor
 
+log = logging.getLogger(__name__)
+
 _KERNEL_ID = re.compile(r"^[A-Za-z0-9_-]{0,128}$")
 
 
@@ -27,6 +31,16 @@ class _Handler(APIHandler):  # type: ignore[misc]
         if not pattern.match(value):
             raise HTTPError(400, f"bad {name}")
         return value
+
+    def _interval(self) -> float:
+        """The ``interval`` argument, clamped to its range; not a finite number is a 400."""
+        try:
+            value = float(self.get_argument("interval", "1"))
+        except ValueError:
+            raise HTTPError(400, "bad interval") from None
+        if not math.isfinite(value):
+            raise HTTPError(400, "bad interval: not a finite number")
+        return clamp_interval(value)
 
 
 class FrameHandler(_Handler):
@@ -40,13 +54,10 @@ class FrameHandler(_Handler):
             since = Cursor.decode(self.get_argument("cursor", ""))
         except BadCursor:
             raise HTTPError(400, "bad cursor") from None
-        try:
-            interval = clamp_interval(float(self.get_argument("interval", "1")))
-        except ValueError:
-            raise HTTPError(400, "bad interval") from None
+        interval = self._interval()
         monitor = server_monitor()
         consumer = f"{self.current_user.username if self.current_user else ''}:{kernel}"
-        monitor.request(consumer, interval)
+        monitor.request(consumer, interval, kernel)
 
         frame, next_cursor = await IOLoop.current().run_in_executor(
             None, monitor.frame, kernel, since
@@ -66,18 +77,30 @@ class KernelsHandler(_Handler):
         state = nvml.status()
         self.finish(
             {
-                "kernels": [
-                    {
-                        "kernel_id": e.kernel_id,
-                        "mode": e.mode,
-                        "scheduler_address": e.scheduler_address,
-                        "dashboard_link": e.dashboard_link,
-                    }
-                    for e in entries.values()
-                ],
+                "kernels": [k for k in map(_described, entries.values()) if k is not None],
                 "nvml": {"available": state.available, "reason": state.reason},
             }
         )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _described(entry: Any) -> dict[str, str | None] | None:
+    """An entry as the sidebar lists it; None for one that is not a description of a kernel's
+    cluster (the reader validates entries; this keeps a route from failing on one it missed)."""
+    kernel_id = _text(getattr(entry, "kernel_id", None))
+    address = _text(getattr(entry, "scheduler_address", None))
+    if not kernel_id or not address:
+        log.debug("leaving out a malformed registry entry: %r", entry)
+        return None
+    return {
+        "kernel_id": kernel_id,
+        "mode": _text(getattr(entry, "mode", None)),
+        "scheduler_address": address,
+        "dashboard_link": _text(getattr(entry, "dashboard_link", None)),
+    }
 
 
 ROUTES = [("gpudask/api/frame", FrameHandler), ("gpudask/api/kernels", KernelsHandler)]

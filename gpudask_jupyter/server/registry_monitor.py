@@ -1,4 +1,11 @@
-"""The server's Monitor, following every kernel's registry entry as a source."""
+"""The server's Monitor, following every kernel's registry entry as a source.
+
+The server talks to each scheduler without a ``distributed.Client`` (:class:`..monitor.callers.
+CommCaller`): one comm per cluster on one event loop thread, every step bounded, nothing that
+reconnects or logs when a cluster stops. A cluster whose entry disappears, or whose kernel the
+server's kernel manager reports gone (:mod:`.liveness`), stops being sampled and shows as
+stopped, its history kept.
+"""
 
 from __future__ import annotations
 
@@ -9,66 +16,85 @@ from typing import Any
 
 from .. import registry
 from ..monitor import Monitor, Source
+from ..monitor.callers import CommCaller
+from ..monitor.trackers import CONNECT_TIMEOUT
+from .liveness import KernelLiveness
 
 log = logging.getLogger(__name__)
 
-REREAD_SECONDS = 2.0
+REREAD_SECONDS = 0.5
 
 
 class RegistrySources:
-    """Registry entries as monitor sources, re-read at most every two seconds."""
+    """Registry entries as monitor sources, re-read at most every REREAD_SECONDS."""
 
-    def __init__(self) -> None:
+    def __init__(self, kernels: KernelLiveness | None = None) -> None:
         self._entries: dict[str, registry.Entry] = {}
         self._read_at = 0.0
         self._lock = threading.Lock()
+        self._kernels = kernels
 
     def entries(self) -> dict[str, registry.Entry]:
+        """The entries of live kernels; when the registry cannot be read, the last ones read
+        (a passing failure must not stop every cluster)."""
         with self._lock:
             if time.monotonic() - self._read_at > REREAD_SECONDS:
                 try:
                     self._entries = registry.read_all()
-                except OSError:
+                except Exception:
                     log.debug("cannot read the registry", exc_info=True)
-                    self._entries = {}
                 self._read_at = time.monotonic()
             return dict(self._entries)
 
     def __call__(self) -> dict[str, Source]:
-        return {kernel_id: _source(entry) for kernel_id, entry in self.entries().items()}
+        sources = {}
+        for kernel_id, entry in self.entries().items():
+            try:
+                source = _source(entry)
+            except Exception:  # an entry that passed the reader but cannot be followed
+                log.debug("ignoring the registry entry of %s", kernel_id, exc_info=True)
+                continue
+            if self._kernels is not None:
+                pid = entry.pid if isinstance(entry.pid, int) else None
+                source.ended = self._kernels.gone(kernel_id, pid)
+            sources[kernel_id] = source
+        return sources
 
 
 def _source(entry: registry.Entry) -> Source:
-    def connect() -> Any:
-        from distributed import Client
+    address = str(entry.scheduler_address)
 
-        return Client(
-            entry.scheduler_address,
-            security=entry.security(),
-            timeout=5,
-            set_as_default=False,
-        )
+    def connection_args() -> dict[str, Any]:
+        security = entry.security()
+        return dict(security.get_connection_args("client")) if security is not None else {}
 
     return Source(
-        token=(entry.scheduler_address, entry.created, entry.pid),
-        client=connect,
-        owns_client=True,
-        mode=entry.mode,
-        address=entry.scheduler_address,
-        dashboard=entry.dashboard_link,
+        token=(address, entry.created, entry.pid),
+        caller=lambda: CommCaller(address, connection_args, CONNECT_TIMEOUT),
+        mode=str(entry.mode),
+        address=address,
+        dashboard=entry.dashboard_link if isinstance(entry.dashboard_link, str) else None,
     )
 
 
 _monitor: Monitor | None = None
 _sources: RegistrySources | None = None
+_kernel_manager: Any = None
 _lock = threading.Lock()
+
+
+def use_kernel_manager(kernel_manager: Any) -> None:
+    """The server's kernel manager, asked whether a kernel is gone (before the monitor starts)."""
+    global _kernel_manager
+    _kernel_manager = kernel_manager
 
 
 def _started() -> tuple[Monitor, RegistrySources]:
     global _monitor, _sources
     with _lock:
         if _monitor is None or _sources is None:
-            _sources = RegistrySources()
+            kernels = KernelLiveness(_kernel_manager) if _kernel_manager is not None else None
+            _sources = RegistrySources(kernels)
             _monitor = Monitor(_sources)
         return _monitor, _sources
 
@@ -84,8 +110,9 @@ def registry_sources() -> RegistrySources:
 
 
 def stop_server_monitor() -> None:
-    global _monitor
+    """Stop sampling and close every scheduler comm; the next request starts afresh."""
+    global _monitor, _sources
     with _lock:
-        monitor, _monitor = _monitor, None
+        monitor, _monitor, _sources = _monitor, None, None
     if monitor is not None:
         monitor.stop()

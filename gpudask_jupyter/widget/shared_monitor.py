@@ -7,10 +7,14 @@ The monitor is told which cluster to follow by the sources function registered h
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from .. import cluster
 from ..monitor import Monitor, Source
+from ..monitor.callers import ClientCaller
+
+log = logging.getLogger(__name__)
 
 KEY = "kernel"
 """The kernel's cluster in the monitor: a kernel follows one cluster, its own."""
@@ -20,20 +24,24 @@ _lock = threading.Lock()
 
 
 def kernel_sources() -> dict[str, Source]:
-    """The kernel's current cluster while it lives; none otherwise."""
+    """The kernel's current cluster until it is stopped; none otherwise. A cluster whose
+    scheduler stopped answering stays (the panel says it is unreachable), one whose client was
+    closed shows as closed."""
     session = cluster.current()
-    if session is None or not session.alive:
+    if session is None:
         return {}
-    return {
-        KEY: Source(
+    try:
+        source = Source(
             token=session,
-            client=lambda: session.client,
-            owns_client=False,
+            caller=lambda: ClientCaller(session.client),
             mode=session.mode,
             address=session.address,
             dashboard=session.dashboard_link,
         )
-    }
+    except Exception:  # a session whose client broke meanwhile is as good as gone
+        log.debug("the kernel's cluster cannot be described", exc_info=True)
+        return {}
+    return {KEY: source}
 
 
 def kernel_monitor() -> Monitor:
@@ -52,3 +60,9 @@ def stop_kernel_monitor() -> None:
         monitor, _monitor = _monitor, None
     if monitor is not None:
         monitor.stop()
+
+
+def running_monitor() -> Monitor | None:
+    """The kernel's monitor if panels keep it sampling; None otherwise (nothing is started)."""
+    monitor = _monitor
+    return monitor if monitor is not None and monitor.running else None

@@ -142,3 +142,49 @@ def test_server_frames_carry_this_machines_gpus(tmp_path: Path) -> None:
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+def _hold(nbytes: int) -> object:
+    """Runs in a worker: device memory it keeps (the future holds the array)."""
+    import cupy
+
+    block = cupy.ones(nbytes, dtype=cupy.uint8)
+    cupy.cuda.runtime.deviceSynchronize()
+    return block
+
+
+def test_the_clusters_share_of_each_gpu_and_its_workers_are_ours(shell) -> None:
+    from gpudask_jupyter.widget.shared_monitor import KEY, kernel_sources
+
+    client = shell.run_line_magic("gpu_cluster", "start")
+    try:
+        monitor = Monitor(kernel_sources)
+        monitor.tick(wait=5)
+        before, _ = monitor.frame(KEY)
+        size = 2 * 2**30
+        worker = sorted(client.scheduler_info()["workers"])[0]
+        held = client.submit(_hold, size, workers=[worker], pure=False)
+        held.result()
+        deadline = time.monotonic() + 30
+        while True:
+            monitor.tick(wait=5)
+            frame, _ = monitor.frame(KEY)
+            shares = {d["id"]: d["cluster_memory"] for d in frame["devices"]}
+            grown = [
+                d["id"]
+                for d in frame["devices"]
+                if (shares[d["id"]] or 0)
+                - (next(b for b in before["devices"] if b["id"] == d["id"])["cluster_memory"] or 0)
+                >= 0.95 * size
+            ]
+            if grown or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert len(grown) == 1, shares  # on the worker's own GPU, and only there
+        assert all(value is not None for value in shares.values()), shares
+        assert frame["workers"] and all(w["ours"] for w in frame["workers"])
+        assert all(w["gpu"] is not None for w in frame["workers"])
+        monitor.stop()
+        del held
+    finally:
+        shell.run_line_magic("gpu_cluster", "stop")

@@ -1,0 +1,142 @@
+"""The panel as plain text: what a terminal, ``jupyter console`` or an executed notebook shows.
+
+Where no widget front end draws the panel, ``%gpu_cluster panel`` prints this snapshot instead
+and starts no sampler; the widget's ``text/plain`` is the same text, so a notebook executed by
+nbconvert or papermill carries it in its outputs. It reads one frame, from the kernel's running
+monitor when panels are open, otherwise from a monitor made for the one reading and stopped
+right after.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ..frame import DeviceReading, Frame, WorkerInfo
+from ..monitor import Monitor
+from ..monitor.trackers import CALL_TIMEOUT
+from ..units import format_bytes
+from .shared_monitor import KEY, kernel_sources, running_monitor
+
+log = logging.getLogger(__name__)
+
+MAX_ROWS = 12
+"""Workers and progress rows listed; the rest are counted."""
+
+
+def snapshot_frame(wait: float = CALL_TIMEOUT) -> Frame:
+    """The kernel's frame now; ``wait``: how long a one-off reading waits for the scheduler."""
+    monitor = running_monitor()
+    if monitor is not None and monitor.ticks:
+        return monitor.frame(KEY)[0]
+    monitor = Monitor(kernel_sources)
+    try:
+        monitor.tick(wait=wait)
+        return monitor.frame(KEY)[0]
+    finally:
+        monitor.stop()
+
+
+def snapshot_text(wait: float = CALL_TIMEOUT) -> str:
+    try:
+        return frame_text(snapshot_frame(wait))
+    except Exception as err:  # a text fallback must not fail the cell that asked for it
+        log.debug("the panel's text snapshot failed", exc_info=True)
+        return f"GPU Dask panel: no snapshot ({type(err).__name__}: {err})"
+
+
+def frame_text(frame: Frame) -> str:
+    """A frame in a few plain lines: cluster state, GPUs, workers with their counts, progress."""
+    lines = _cluster_lines(frame) + _gpu_lines(frame) + _worker_lines(frame)
+    lines += _progress_lines(frame)
+    for wait in frame["waiting"]:
+        lines.append(
+            f"Waiting: {wait['tasks']} task(s) ask for the resource {wait['resource']!r}, "
+            "which no worker offers: they will not run"
+        )
+    lines += [f"Note: {message}" for message in frame["messages"]]
+    return "\n".join(lines)
+
+
+def _cluster_lines(frame: Frame) -> list[str]:
+    cluster = frame["cluster"]
+    if cluster is None:
+        return ["GPU Dask panel: no cluster in this kernel (start one with %gpu_cluster start)"]
+    parts = [cluster["state"], cluster["mode"], f"scheduler {cluster['address']}"]
+    if cluster["dashboard"]:
+        parts.append(f"dashboard {cluster['dashboard']}")
+    lines = ["GPU Dask panel: cluster " + ", ".join(parts)]
+    if cluster["stopped_at"] is not None:
+        when = time.strftime("%H:%M:%S", time.localtime(cluster["stopped_at"]))
+        lines.append(f"  stopped at {when}: {cluster['message']} (what follows is its last view)")
+    elif cluster["message"]:
+        lines.append(f"  {cluster['message']}")
+    return lines
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}%"
+
+
+def _gpu_lines(frame: Frame) -> list[str]:
+    if not frame["devices"]:
+        if frame["nvml"]["available"]:
+            return ["GPUs: none reported"]
+        return [f"GPUs: no GPU data ({frame['nvml']['reason']})"]
+    latest = frame["samples"][-1]["values"] if frame["samples"] else {}
+    lines = ["GPUs:"]
+    for device in frame["devices"]:
+        values = latest.get(device["id"])
+        reading = DeviceReading.from_values(values) if values is not None else DeviceReading()
+        memory = f"{format_bytes(reading.memory_used)} / {format_bytes(device['memory_total'])}"
+        if device["cluster_memory"] is not None:
+            memory += f" ({format_bytes(device['cluster_memory'])} this cluster's)"
+        where = f" on {device['host']}" if device["host"] else ""
+        lines.append(
+            f"  {device['label']} {device['name']}{where}: {_percent(reading.utilization)} busy, "
+            f"memory {memory}"
+        )
+    return lines
+
+
+def _worker_line(worker: WorkerInfo) -> str:
+    memory = f"{format_bytes(worker['memory'])} / {format_bytes(worker['memory_limit'])}"
+    line = (
+        f"  {worker['name']} ({worker['address']}): running {worker['executing']}, "
+        f"ready {worker['ready']}, in memory {worker['in_memory']}; host memory {memory}"
+    )
+    gpu = worker["gpu"]
+    if gpu is not None:
+        line += (
+            f"; GPU {_percent(gpu['utilization'])} busy, "
+            f"{format_bytes(gpu['memory_used'])} / {format_bytes(gpu['memory_total'])}"
+        )
+    return line
+
+
+def _worker_lines(frame: Frame) -> list[str]:
+    workers = frame["workers"]
+    if frame["cluster"] is None:
+        return []
+    lines = [f"Workers ({len(workers)}):"]
+    lines += [_worker_line(w) for w in workers[:MAX_ROWS]]
+    if len(workers) > MAX_ROWS:
+        lines.append(f"  … and {len(workers) - MAX_ROWS} more")
+    return lines
+
+
+def _progress_lines(frame: Frame) -> list[str]:
+    progress = frame["progress"]
+    if not progress:
+        return []
+    lines = ["Progress by task prefix:"]
+    for row in progress[:MAX_ROWS]:
+        line = f"  {row['prefix']}: {row['done']} / {row['total']} done"
+        if row["processing"]:
+            line += f", {row['processing']} running"
+        if row["erred"]:
+            line += f", {row['erred']} failed"
+        lines.append(line)
+    if len(progress) > MAX_ROWS:
+        lines.append(f"  … and {len(progress) - MAX_ROWS} more prefixes")
+    return lines
