@@ -166,7 +166,10 @@ def process_started(pid: int) -> float | None:
     import psutil  # distributed's own dependency; imported here, not by the package
 
     try:
-        return float(psutil.Process(pid).create_time())
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:  # ended, not yet reaped by its parent
+            return None
+        return float(process.create_time())
     except (psutil.Error, OSError, ValueError, OverflowError):
         log.debug("no process %s", pid, exc_info=True)
         return None
