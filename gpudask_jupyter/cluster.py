@@ -73,7 +73,7 @@ class ClusterSession:
         self.access = access  # None for an attached cluster: who reaches it was decided there
         self.kernel_id = kernel_id()
         self.gpu_bindings = GpuBindings()
-        self.oversubscribe = False
+        self.cpu_workers_allowed: int | None = None  # beyond the cores: --oversubscribe
         self.pids = WorkerPids()
         self.main_guard = IpyMainGuard()
         # kept: once the client is closed its ``scheduler`` is None, and stop must still say it
@@ -102,7 +102,8 @@ class ClusterSession:
             raise
         session = cls(client, cluster, devices, reason, access=access)
         session.main_guard = guard
-        session.oversubscribe = opts.oversubscribe
+        if opts.oversubscribe:
+            session.cpu_workers_allowed = opts.n_workers
         session.pids.note(cluster)
         if access.dashboard is None:
             session._dashboard = ""  # the scheduler still serves HTTP, but no dashboard
@@ -224,8 +225,8 @@ class ClusterSession:
                 f"({', '.join(gpus.identifier(d) for d in self.devices)}), one worker each; "
                 "start it with more --gpus to go further"
             )
-        if not self.devices and not self.oversubscribe:
-            check_cpu_workers(n, "scale")
+        if not self.devices:
+            check_cpu_workers(n, "scale", self.cpu_workers_allowed)
         with http_routes(self.access is None or self.access.dashboard is not None):
             self.cluster.scale(n)
         self._wait_for(n)

@@ -192,14 +192,17 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def check_cpu_workers(n: int, asked: str) -> None:
-    """Refuse more CPU workers than cores: each is a process with its own memory, and a huge
-    count exhausts the machine before Dask can say anything."""
+def check_cpu_workers(n: int, asked: str, allowed: int | None = None) -> None:
+    """Refuse more CPU workers than cores (or than ``allowed``, what a start with
+    ``--oversubscribe`` asked for): each is a process with its own memory, and a huge count
+    exhausts the machine before Dask can say anything."""
     cores = usable_cores()
-    if n > cores:
+    limit = max(cores, allowed or 0)
+    if n > limit:
+        more = f" (and {limit} asked for at start)" if limit > cores else ""
         raise ClusterError(
-            f"{asked} {n}: this kernel may use {cores} core(s), so at most {cores} CPU "
-            "worker(s); start with --oversubscribe to run more anyway"
+            f"{asked} {n}: this kernel may use {cores} core(s){more}, so at most {limit} CPU "
+            "worker(s); start with --oversubscribe --n-workers N to run more anyway"
         )
 
 

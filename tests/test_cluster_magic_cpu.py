@@ -91,7 +91,7 @@ def test_second_start_changes_nothing_until_replace(shell, capsys) -> None:
 
 
 def test_status_scale_restart(shell, capsys) -> None:
-    client = shell.run_line_magic("gpu_cluster", START + " --oversubscribe")
+    client = shell.run_line_magic("gpu_cluster", START)
     capsys.readouterr()
     shell.run_line_magic("gpu_cluster", "")
     status = capsys.readouterr().out
@@ -99,13 +99,13 @@ def test_status_scale_restart(shell, capsys) -> None:
     assert "tasks running / ready / held" in status
     shell.run_line_magic("gpu_cluster", "scale 1")
     assert len(client.scheduler_info()["workers"]) == 1
-    shell.run_line_magic("gpu_cluster", "scale 3")
-    assert len(client.scheduler_info()["workers"]) == 3
+    shell.run_line_magic("gpu_cluster", "scale 2")
+    assert len(client.scheduler_info()["workers"]) == 2
     future = client.submit(lambda: 41 + 1)
     assert future.result() == 42
     shell.run_line_magic("gpu_cluster", "restart")
     assert "Workers restarted." in capsys.readouterr().out
-    assert len(client.scheduler_info()["workers"]) == 3
+    assert len(client.scheduler_info()["workers"]) == 2
     assert client.submit(lambda: 7).result() == 7
 
 
