@@ -92,23 +92,23 @@ class ClusterSession:
         for message in access.warnings:
             warn(message)
         prune_registry()
-        security, tls_pem = temporary_tls() if access.tls else (None, None)
+        kernel = kernel_id()
+        security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
         guard = IpyMainGuard()
         guard.hold()
         try:
             client, cluster = launch(opts, devices, security, access.dashboard)
         except BaseException:
             guard.release()
+            registry.remove(kernel)  # the TLS files written for it
             raise
-        session = cls(client, cluster, devices, reason, access=access)
+        session = cls(client, cluster, devices, reason, tls_files, access)
         session.main_guard = guard
         if opts.oversubscribe:
             session.cpu_workers_allowed = opts.n_workers
         session.pids.note(cluster)
         if access.dashboard is None:
             session._dashboard = ""  # the scheduler still serves HTTP, but no dashboard
-        if tls_pem:
-            session.tls_files = registry.write_tls(session.kernel_id, tls_pem)
         session._register()
         _set_current(session)
         return session
@@ -227,9 +227,10 @@ class ClusterSession:
             )
         if not self.devices:
             check_cpu_workers(n, "scale", self.cpu_workers_allowed)
+        # the nannies are made on the cluster's loop while we wait: the routes hold until then
         with http_routes(self.access is None or self.access.dashboard is not None):
             self.cluster.scale(n)
-        self._wait_for(n)
+            self._wait_for(n)
         self.pids.note(self.cluster)
 
     def _wait_for(self, n: int) -> None:

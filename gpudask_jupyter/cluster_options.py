@@ -217,24 +217,24 @@ def _check_protocol(opts: StartOptions, devices: list[nvml.Device]) -> None:
         )
 
 
-def temporary_tls() -> tuple[Any, dict[str, str]]:
-    """Fresh credentials for one cluster: the ``Security`` its client uses, and the PEM text by
-    role (ca, cert, key) for the registry, so that the sidebar can connect too."""
-    from distributed import Security
+def temporary_tls(kernel: str) -> tuple[Any, dict[str, str]]:
+    """Fresh credentials for one cluster (:mod:`.certificates`), written owner-only to the
+    registry's TLS folder of ``kernel`` (so the sidebar can connect too): the ``Security`` that
+    the client, scheduler and workers use, reading those files, and the files by role as the
+    registry records them. Files, not PEM text in memory: for text, distributed writes each SSL
+    context's key to a temporary file again, several times per process."""
+    from . import certificates, registry
 
     try:
-        security = Security.temporary()
+        pem = certificates.fresh_pem()
     except ImportError as err:
         raise ClusterError(
             "TLS (the default) needs the cryptography package to create certificates "
             "(pip install cryptography), or start with --no-tls"
         ) from err
-    pem = {
-        "ca": security.tls_ca_file,
-        "cert": security.tls_client_cert,
-        "key": security.tls_client_key,
-    }
-    return security, pem
+    files = registry.write_tls(kernel, pem)
+    paths = {"ca": files["ca_file"], "cert": files["cert_file"], "key": files["key_file"]}
+    return certificates.security_of(paths), files
 
 
 def worker_resources(opts: StartOptions, gpu: bool) -> dict[str, float]:

@@ -162,3 +162,13 @@ def test_status_names_resources_no_worker_offers(shell, capsys) -> None:
         out = _status(shell, capsys)
     assert "3 tasks wait for resource 'GPU', which no worker offers" in out
     assert all(f.status == "pending" for f in futures)
+
+
+def test_a_start_that_fails_leaves_no_key_and_no_process(shell, runtime_dir: Path) -> None:
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="The cluster did not start"):
+        shell.run_line_magic("gpu_cluster", START + " --host 192.0.2.1")  # not ours: no bind
+    assert cluster.current() is None
+    assert wait_gone(spawned_workers()) == []
+    assert not list(runtime_dir.glob(f"{registry.PREFIX}*"))

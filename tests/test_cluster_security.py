@@ -220,3 +220,28 @@ def test_another_user_can_use_a_no_tls_cluster(shell, other: pwd.struct_passwd) 
     result = act_as(other, address=client.scheduler.address, url=dashboard)
     assert result.get("ran_as") == os.getuid(), result  # its code ran as the notebook's user
     assert result["http"] == 200  # and it read the dashboard
+
+
+def _http_status(url: str) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_without_a_dashboard_the_http_ports_answer_only_health(shell) -> None:
+    shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'true'")
+    client = shell.run_line_magic("gpu_cluster", START)
+    shell.run_line_magic("gpu_cluster", "scale 2")  # nannies made later get the same routes
+    ports = [cluster.current().cluster.scheduler.http_server.port]
+    ports += [w["services"]["dashboard"] for w in client.scheduler_info()["workers"].values()]
+    assert len(ports) == 3
+    for port in ports:
+        base = f"http://127.0.0.1:{port}"
+        assert _http_status(f"{base}/health") == 200
+        for page in ("/metrics", "/json/identity.json", "/info/main/workers.html", "/status"):
+            assert _http_status(base + page) == 404, base + page
