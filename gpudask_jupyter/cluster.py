@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from . import cluster_security, config, gpus, lifecycle, nvml, registry
+from . import cluster_security, compat, config, gpus, lifecycle, nvml, registry
 from .cluster_connect import (
     close_quietly,
     connect,
@@ -47,6 +47,9 @@ from .units import format_seconds
 from .worker_processes import IpyMainGuard, WorkerPids
 
 log = logging.getLogger(__name__)
+
+#: seconds a question to the scheduler (the workers, for status) may take
+CALL_TIMEOUT = 10.0
 
 
 def _stderr(message: str) -> None:
@@ -182,13 +185,21 @@ class ClusterSession:
         )
 
     def workers(self) -> dict[str, dict[str, Any]]:
-        """The scheduler's description of each worker, by address."""
+        """The scheduler's description of each worker, by address, asked within
+        :data:`CALL_TIMEOUT` (a paused scheduler must not hang ``status``)."""
         if not self.alive:
             raise ClusterError(self.gone())
         try:
-            info = self.client.scheduler_info(n_workers=-1)
-        except TypeError:  # distributed before the n_workers argument
-            info = self.client.scheduler_info()
+            # a lambda travels by value: a scheduler elsewhere need not have this package
+            info = compat.run_on_scheduler(
+                self.client, lambda dask_scheduler: dask_scheduler.identity(), CALL_TIMEOUT
+            )
+        except Exception as err:
+            raise ClusterError(
+                f"The scheduler at {self.address} did not answer within "
+                f"{format_seconds(CALL_TIMEOUT)} ({type(err).__name__}: {err}); it may be "
+                "paused, overloaded or gone. %gpu_cluster stop still works."
+            ) from err
         workers: dict[str, dict[str, Any]] = info.get("workers", {})
         return workers
 

@@ -141,7 +141,9 @@ def start() -> None:
     """Start a local Dask cluster with one worker per GPU (dask-cuda's LocalCUDACluster).
 
     Returns the Client and makes it the default, so ``client = %gpu_cluster start`` works.
-    Without a usable GPU a CPU LocalCluster starts instead, with a warning.
+    Without a usable GPU a CPU LocalCluster starts instead, with a warning. The cluster speaks
+    TLS with certificates made for it alone, so other local users cannot use it (--no-tls: plain
+    TCP); on a machine that others use, it serves no dashboard unless --dashboard-address asks.
     """
 
 

@@ -86,6 +86,32 @@ def test_after_an_attached_scheduler_died(shell, capsys, tmp_path: Path, runtime
         procs.close()
 
 
+def test_a_paused_scheduler_does_not_hang_status_or_stop(
+    shell, capsys, tmp_path: Path, runtime_dir
+) -> None:
+    import signal
+
+    from IPython.core.error import UsageError
+
+    procs = DaskProcesses(tmp_path)
+    try:
+        procs.wait_for_workers()
+        shell.run_line_magic("gpu_cluster", f"attach {procs.address}")
+        procs.procs[0].send_signal(signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(UsageError, match=f"The scheduler at {procs.address} did not answer"):
+            shell.run_line_magic("gpu_cluster", "status")
+        assert time.monotonic() - started < cluster.CALL_TIMEOUT + 5
+        started = time.monotonic()
+        shell.run_line_magic("gpu_cluster", "stop")
+        assert time.monotonic() - started < 20
+        assert cluster.current() is None
+        assert registry.read_all(runtime_dir) == {}
+    finally:
+        procs.procs[0].send_signal(signal.SIGCONT)
+        procs.close()
+
+
 def test_stop_ends_worker_processes_the_close_left(shell) -> None:
     """If the library's close leaves a worker process (a hung worker, a dead scheduler),
     stop ends it: here the cluster's close is made to fail outright."""
