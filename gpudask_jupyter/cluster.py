@@ -2,10 +2,13 @@
 
 Dask distributed is the engine; this module keeps the one :class:`ClusterSession` of this process,
 records it in the per-kernel registry for the server extension, and guarantees that what the
-kernel started is closed again (``stop``, ``%unload_ext``, interpreter exit). A cluster this kernel
-merely attached to is never shut down from here, only disconnected from. What to start (which
-GPUs, which fallback, which keywords) is decided in :mod:`.cluster_options`; the tables that
-describe a session are drawn by :mod:`.cluster_tables`.
+kernel started is closed again, worker processes included, whatever state the client and the
+scheduler are in (``stop``, ``%unload_ext``, the kernel's shutdown request or SIGTERM through
+:mod:`.shutdown`, interpreter exit). A cluster this kernel merely attached to is never shut down
+from here, only disconnected from. What to start (which GPUs, which fallback, which keywords) is
+decided in :mod:`.cluster_options`, who may reach it in :mod:`.cluster_security`; the library's
+objects are made and closed by :mod:`.cluster_connect`; the tables that describe a session are
+drawn by :mod:`.cluster_tables`.
 
 Every failure a user can cause or fix surfaces as a :class:`~.errors.GpuDaskError` that names
 the address, GPU or option involved.
@@ -111,7 +114,7 @@ class ClusterSession:
             session.cpu_workers_allowed = opts.n_workers
         session.pids.note(cluster)
         if access.dashboard is None:
-            session._dashboard = ""  # the scheduler still serves HTTP, but no dashboard
+            session._dashboard = ""  # the scheduler's HTTP port answers a health check only
         session._register()
         _set_current(session)
         return session
