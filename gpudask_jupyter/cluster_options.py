@@ -321,7 +321,7 @@ class AttachTarget:
             return cls(address)
         if len(given) != len(tls):
             raise ClusterError("TLS needs all of --tls-ca-file, --tls-cert and --tls-key")
-        paths = {flag: Path(value).expanduser() for flag, value in given.items()}
+        paths = {flag: Path(value).expanduser().absolute() for flag, value in given.items()}
         for flag, path in paths.items():
             if not path.is_file():
                 raise ClusterError(f"{flag} {given[flag]}: no such file")

@@ -112,3 +112,17 @@ def test_attach_target_reads_a_scheduler_file(tmp_path: Path) -> None:
 
 def test_every_subcommand_has_one_handler() -> None:
     assert set(magics._handlers) == set(magic_args.SUBCOMMANDS.values())
+
+
+def test_attach_tls_files_are_recorded_as_absolute_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry accepts absolute TLS paths only: relative ones would name other files in
+    the server's working directory."""
+    for role in ("ca", "cert", "key"):
+        (tmp_path / f"{role}.pem").write_text(role)
+    monkeypatch.chdir(tmp_path)
+    target = AttachTarget.resolve("10.0.0.5:8786", None, "ca.pem", "cert.pem", "key.pem")
+    files = target.tls_files()
+    assert files is not None
+    assert files["ca_file"] == str(tmp_path / "ca.pem")
