@@ -103,15 +103,14 @@ def check(address: str, timeout: float, context: ssl.SSLContext | None = None) -
     if failure.startswith("tls"):
         return Verdict(
             False,
-            f"{address} did not complete a TLS handshake with this cluster's certificates "
-            f"({failure.removeprefix('tls: ')}): is it a TLS scheduler, and are these its "
-            "certificates?",
+            f"{address} did not complete a TLS handshake with the TLS files given "
+            f"({failure.removeprefix('tls: ')}): is it a TLS scheduler, and are these the "
+            "certificates its cluster was set up with?",
             error,
         )
     hint = (
-        f" A TLS scheduler waits silently for TLS: then attach to "
-        f"tls://{address.partition('://')[2]} with "
-        "--tls-ca-file, --tls-cert and --tls-key."
+        " A TLS scheduler says nothing to a plain connection: if one runs there, attach to "
+        f"tls://{address.partition('://')[2]} with --tls-ca-file, --tls-cert and --tls-key."
         if scheme == "tcp"
         else ""
     )

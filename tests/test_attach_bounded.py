@@ -164,3 +164,30 @@ def test_bad_scheduler_files_are_refused_at_once(shell, tmp_path: Path, make, me
 def test_a_device_as_scheduler_file_is_refused(shell) -> None:
     with pytest.raises(UsageError, match="/dev/zero: is a character device"):
         shell.run_line_magic("gpu_cluster", "attach --scheduler-file /dev/zero")
+
+
+def test_tls_with_the_wrong_certificates_or_to_a_plain_scheduler(shell, tmp_path: Path) -> None:
+    from distributed import LocalCluster, Security
+    from support import write_tls_files
+
+    other = write_tls_files(tmp_path)  # a CA the scheduler does not know
+    files = f"--tls-ca-file {other['ca']} --tls-cert {other['cert']} --tls-key {other['key']}"
+    with (
+        LocalCluster(
+            n_workers=0,
+            processes=False,
+            protocol="tls",
+            security=Security.temporary(),
+            dashboard_address=None,
+        ) as tls_cluster,
+        LocalCluster(n_workers=0, processes=False, protocol="tcp", dashboard_address=None) as plain,
+    ):
+        address = tls_cluster.scheduler_address
+        started = time.monotonic()
+        with pytest.raises(UsageError, match=f"{address} did not complete a TLS handshake"):
+            shell.run_line_magic("gpu_cluster", f"attach {address} {files} --timeout 3s")
+        assert time.monotonic() - started < TIMEOUT + SLACK
+        as_tls = plain.scheduler_address.replace("tcp://", "tls://")
+        with pytest.raises(UsageError, match="a Dask scheduler answers there without TLS"):
+            shell.run_line_magic("gpu_cluster", f"attach {as_tls} {files} --timeout 3s")
+        assert cluster.current() is None
