@@ -1,13 +1,16 @@
-"""Time to a ready cluster: ``%gpu_cluster start`` against the plain dask-cuda / distributed calls.
+"""Time to a ready cluster: ``%gpu_cluster start`` (TLS, the secure default) against
+``%gpu_cluster start --no-tls`` (plain TCP) and the plain dask-cuda / distributed calls.
 
 Each repetition starts a cluster, waits until every worker is registered, then closes it; the
-two paths alternate so that drift on the machine hits both alike. Printed: median and best time
-per path and the ratio of ours to the anchor measured in the same run.
+paths alternate so that drift on the machine hits all alike. Printed: median, spread (min–max)
+per path, the ratio of each to the anchor measured in the same run, and what TLS costs: the
+ratio of the default to ``--no-tls`` (goal: at most 1.15).
 
-    python benchmarks/cluster_start.py [--repeat 5] [--cpu-workers 2]
+    python benchmarks/cluster_start.py [--repeat 5] [--cpu-workers 2] [--cpu]
 
 With GPUs it compares against ``LocalCUDACluster`` + ``Client``; on the CPU (or with ``--cpu``)
-against ``LocalCluster`` + ``Client``. Same host, dashboard and worker count on both sides.
+against ``LocalCluster`` + ``Client``. Same host, dashboard and worker count on every side (the
+dashboard is asked for explicitly, since by default a shared machine gets none).
 """
 
 from __future__ import annotations
@@ -73,19 +76,24 @@ def _anchor_cpu(n_workers: int) -> Callable[[], float]:
     return run
 
 
-def measure(
-    label: str, ours: Callable[[], float], anchor: Callable[[], float], repeat: int
-) -> list[str]:
-    ours(), anchor()  # warm both: imports, first CUDA init, spawn caches
-    mine, theirs = [], []
+def measure(label: str, paths: dict[str, Callable[[], float]], repeat: int) -> list[str]:
+    """Rows for each path, then the TLS cost; the last path is the anchor."""
+    for run in paths.values():
+        run()  # warm all: imports, first CUDA init, spawn caches
+    seen: dict[str, list[float]] = {name: [] for name in paths}
     for _ in range(repeat):
-        mine.append(ours())
-        theirs.append(anchor())
-    m, a = statistics.median(mine), statistics.median(theirs)
-    return [
-        f"| {label} | %gpu_cluster start | {m:.3f} | {min(mine):.3f} | {m / a:.3f} |",
-        f"| {label} | anchor | {a:.3f} | {min(theirs):.3f} | 1.000 |",
-    ]
+        for name, run in paths.items():
+            seen[name].append(run())
+    anchor = statistics.median(seen[list(paths)[-1]])
+    rows = []
+    for name, times in seen.items():
+        m = statistics.median(times)
+        rows.append(
+            f"| {label} | {name} | {m:.3f} | {min(times):.3f}–{max(times):.3f} | {m / anchor:.3f} |"
+        )
+    tls, tcp = (statistics.median(seen[name]) for name in list(paths)[:2])
+    rows.append(f"| {label} | TLS / plain TCP | {tls / tcp:.3f} | | |")
+    return rows
 
 
 def main() -> None:
@@ -102,22 +110,29 @@ def main() -> None:
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "gpudask_jupyter")
     rows = [
-        "| machine | path | median s | best s | ratio to anchor |",
+        "| machine | path | median s | min–max s | ratio to anchor |",
         "| --- | --- | --- | --- | --- |",
     ]
     gpus = [d for d in nvml.devices() if not d.is_mig]
+    dashboard = " --dashboard-address 127.0.0.1:0"
     if gpus and not args.cpu:
         n = len(gpus)
-        rows += measure(f"{n} GPU", _ours(shell, "start"), _anchor_gpu(n), args.repeat)
+        line = "start" + dashboard
+        paths = {
+            "%gpu_cluster start (TLS)": _ours(shell, line),
+            "%gpu_cluster start --no-tls": _ours(shell, line + " --no-tls"),
+            "LocalCUDACluster + Client": _anchor_gpu(n),
+        }
+        rows += measure(f"{n} GPU", paths, args.repeat)
     config.set_override("nvml", False)
     nvml.reset()
-    line = f"start --n-workers {args.cpu_workers} --memory-limit 2GB"
-    rows += measure(
-        f"CPU, {args.cpu_workers} workers",
-        _ours(shell, line),
-        _anchor_cpu(args.cpu_workers),
-        args.repeat,
-    )
+    line = f"start --n-workers {args.cpu_workers} --memory-limit 2GB --oversubscribe" + dashboard
+    paths = {
+        "%gpu_cluster start (TLS)": _ours(shell, line),
+        "%gpu_cluster start --no-tls": _ours(shell, line + " --no-tls"),
+        "LocalCluster + Client": _anchor_cpu(args.cpu_workers),
+    }
+    rows += measure(f"CPU, {args.cpu_workers} workers", paths, args.repeat)
     shell.run_line_magic("unload_ext", "gpudask_jupyter")
     print("\n".join(rows))
 

@@ -38,7 +38,10 @@ def __dir__() -> list[str]:
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
+    """Register the magics, their tab completion, and the closing of what they start when the
+    kernel shuts down or gets SIGTERM (:mod:`.shutdown`)."""
     global _magics
+    from . import completion, shutdown
     from .magics import GpuDaskMagics
 
     if _magics is not None:
@@ -46,14 +49,19 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     _magics = GpuDaskMagics(shell=ipython, parent=ipython)
     ipython.register_magics(_magics)
     ipython.configurables.append(_magics)
+    completion.install(ipython)
+    shutdown.install(ipython)
 
 
 def unload_ipython_extension(ipython: InteractiveShell) -> None:
-    """Close what the extension started, so that unloading (or reloading) leaves no process."""
+    """Close what the extension started, so that unloading (or reloading) leaves no process,
+    and put back what loading changed (completion, the kernel's shutdown, SIGTERM)."""
     global _magics
-    from . import config, lifecycle
+    from . import completion, config, lifecycle, shutdown
 
     lifecycle.unload()
+    shutdown.uninstall()
+    completion.uninstall(ipython)
     if _magics is not None:
         table = ipython.magics_manager.magics
         for kind, names in _magics.magics.items():

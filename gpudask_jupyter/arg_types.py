@@ -9,9 +9,10 @@ fraction of memory, a keyword such as ``auto``).
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
-from .cluster_options import parse_dashboard
+from .cluster_options import parse_dashboard, parse_resources
 from .gpus import parse_spec
 from .units import parse_bytes, parse_seconds
 
@@ -43,6 +44,10 @@ def gpu_list(text: str) -> list[int | str]:
         raise argparse.ArgumentTypeError(str(err).removeprefix("--gpus: ")) from None
 
 
+#: larger sizes are surely a typo (and overflow the libraries' integers): 1 EiB
+MAX_SIZE = 2**60
+
+
 def size_or_fraction(*keywords: str) -> Callable[[str], int | float | str | None]:
     def parse(text: str) -> int | float | str | None:
         lowered = text.strip().lower()
@@ -55,17 +60,22 @@ def size_or_fraction(*keywords: str) -> Callable[[str], int | float | str | None
         except ValueError:
             pass
         else:
+            if not math.isfinite(fraction):
+                raise argparse.ArgumentTypeError(f"{text!r} is not a finite size")
             if 0 < fraction <= 1:
                 return fraction
             if fraction <= 0:
                 raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
         try:
-            return parse_bytes(text)
-        except ValueError:
+            size = parse_bytes(text)
+        except (ValueError, OverflowError):
             choices = ", ".join(k for k in keywords) + ", " if keywords else ""
             raise argparse.ArgumentTypeError(
                 f"expected {choices}a size like 16GB or a fraction like 0.8, got {text!r}"
             ) from None
+        if size > MAX_SIZE:
+            raise argparse.ArgumentTypeError(f"{text!r} is larger than any machine's memory")
+        return size
 
     return parse
 
@@ -80,6 +90,13 @@ def seconds(text: str) -> float:
 def dashboard_address(text: str) -> str:
     try:
         return parse_dashboard(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def resources(text: str) -> dict[str, float]:
+    try:
+        return parse_resources(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 

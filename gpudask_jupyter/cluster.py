@@ -2,10 +2,13 @@
 
 Dask distributed is the engine; this module keeps the one :class:`ClusterSession` of this process,
 records it in the per-kernel registry for the server extension, and guarantees that what the
-kernel started is closed again (``stop``, ``%unload_ext``, interpreter exit). A cluster this kernel
-merely attached to is never shut down from here, only disconnected from. What to start (which
-GPUs, which fallback, which keywords) is decided in :mod:`.cluster_options`; the tables that
-describe a session are drawn by :mod:`.cluster_tables`.
+kernel started is closed again, worker processes included, whatever state the client and the
+scheduler are in (``stop``, ``%unload_ext``, the kernel's shutdown request or SIGTERM through
+:mod:`.shutdown`, interpreter exit). A cluster this kernel merely attached to is never shut down
+from here, only disconnected from. What to start (which GPUs, which fallback, which keywords) is
+decided in :mod:`.cluster_options`, who may reach it in :mod:`.cluster_security`; the library's
+objects are made and closed by :mod:`.cluster_connect`; the tables that describe a session are
+drawn by :mod:`.cluster_tables`.
 
 Every failure a user can cause or fix surfaces as a :class:`~.errors.GpuDaskError` that names
 the address, GPU or option involved.
@@ -21,22 +24,35 @@ import threading
 import time
 from typing import Any
 
-from . import config, gpus, lifecycle, nvml, registry
+from . import cluster_security, compat, config, gpus, lifecycle, nvml, registry
+from .cluster_connect import (
+    close_quietly,
+    connect,
+    dashboard_link,
+    http_routes,
+    launch,
+    prune_registry,
+)
 from .cluster_options import (
     ATTACH_TIMEOUT,
     AttachTarget,
     StartOptions,
     Warn,
-    cluster_keywords,
+    check_cpu_workers,
     resolve_workers,
     temporary_tls,
 )
+from .cluster_security import Access
 from .cluster_tables import GpuBindings
 from .errors import ClusterError
 from .kernel import kernel_id
 from .units import format_seconds
+from .worker_processes import IpyMainGuard, WorkerPids
 
 log = logging.getLogger(__name__)
+
+#: seconds a question to the scheduler (the workers, for status) may take
+CALL_TIMEOUT = 10.0
 
 
 def _stderr(message: str) -> None:
@@ -53,14 +69,21 @@ class ClusterSession:
         devices: list[nvml.Device],
         cpu_reason: str = "",
         tls_files: dict[str, str] | None = None,
+        access: Access | None = None,
     ) -> None:
         self.client = client
         self.cluster = cluster
         self.devices = devices
         self.cpu_reason = cpu_reason
         self.tls_files = tls_files
+        self.access = access  # None for an attached cluster: who reaches it was decided there
         self.kernel_id = kernel_id()
         self.gpu_bindings = GpuBindings()
+        self.cpu_workers_allowed: int | None = None  # beyond the cores: --oversubscribe
+        self.pids = WorkerPids()
+        self.main_guard = IpyMainGuard()
+        # kept: once the client is closed its ``scheduler`` is None, and stop must still say it
+        self._address = str(client.scheduler.address)
         self._closed = False
         self._dashboard: str | None = None
 
@@ -70,14 +93,28 @@ class ClusterSession:
     def start(cls, opts: StartOptions, warn: Warn = _stderr) -> ClusterSession:
         """Start a local cluster: one worker per usable GPU, else CPU workers after a warning
         (an error when a GPU is required). Nothing is left running when it fails."""
+        access = cluster_security.decide(opts)
         devices, reason = resolve_workers(opts, warn)
-        security, tls_pem = temporary_tls() if opts.tls else (None, None)
-        client, cluster = _launch(opts, devices, security)
-        session = cls(client, cluster, devices, reason)
-        if opts.dashboard() is None:
-            session._dashboard = ""  # the scheduler still serves HTTP, but no dashboard
-        if tls_pem:
-            session.tls_files = registry.write_tls(session.kernel_id, tls_pem)
+        for message in access.warnings:
+            warn(message)
+        prune_registry()
+        kernel = kernel_id()
+        security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
+        guard = IpyMainGuard()
+        guard.hold()
+        try:
+            client, cluster = launch(opts, devices, security, access.dashboard)
+        except BaseException:
+            guard.release()
+            registry.remove(kernel)  # the TLS files written for it
+            raise
+        session = cls(client, cluster, devices, reason, tls_files, access)
+        session.main_guard = guard
+        if opts.oversubscribe:
+            session.cpu_workers_allowed = opts.n_workers
+        session.pids.note(cluster)
+        if access.dashboard is None:
+            session._dashboard = ""  # the scheduler's HTTP port answers a health check only
         session._register()
         _set_current(session)
         return session
@@ -94,7 +131,8 @@ class ClusterSession:
     ) -> ClusterSession:
         """Connect to a running scheduler, by address or scheduler file, within ``timeout``."""
         target = AttachTarget.resolve(address, scheduler_file, tls_ca_file, tls_cert, tls_key)
-        client = _connect(target, timeout)
+        prune_registry()
+        client = connect(target, timeout)
         session = cls(client, None, [], tls_files=target.tls_files())
         session._register()
         _set_current(session)
@@ -111,25 +149,60 @@ class ClusterSession:
 
     @property
     def address(self) -> str:
-        return str(self.client.scheduler.address)
+        return self._address
 
     @property
     def dashboard_link(self) -> str | None:
         if self._dashboard is None:
             target = self.cluster if self.cluster is not None else self.client
-            self._dashboard = _dashboard_link(target) or ""
+            self._dashboard = dashboard_link(target) or ""
         return self._dashboard or None
 
     @property
     def alive(self) -> bool:
-        return not self._closed and self.client.status == "running"
+        return not self._closed and getattr(self.client, "status", None) == "running"
+
+    def reach(self) -> str:
+        """One line on who can reach the cluster (and its dashboard), for the summary."""
+        if self.access is not None:
+            return self.access.reach(self.dashboard_link)
+        how = "TLS, with the files given" if self.tls_files else "plain TCP"
+        return f"connected with {how}; who else can reach it was decided where it was started"
+
+    def gone(self) -> str:
+        """Why the session no longer works, and what still helps, for ``status``."""
+        status = getattr(self.client, "status", "closed")
+        why = (
+            "its client was closed"
+            if status in {"closed", "closing"}
+            else "the scheduler does not answer (it stopped, or the connection broke)"
+        )
+        if self.cluster is not None:
+            return (
+                f"The cluster at {self.address} is no longer usable: {why}. %gpu_cluster stop "
+                "ends what is left of it (workers included); then start it again."
+            )
+        return (
+            f"The cluster at {self.address} is no longer reachable: {why}. %gpu_cluster stop "
+            "forgets it; then attach again."
+        )
 
     def workers(self) -> dict[str, dict[str, Any]]:
-        """The scheduler's description of each worker, by address."""
+        """The scheduler's description of each worker, by address, asked within
+        :data:`CALL_TIMEOUT` (a paused scheduler must not hang ``status``)."""
+        if not self.alive:
+            raise ClusterError(self.gone())
         try:
-            info = self.client.scheduler_info(n_workers=-1)
-        except TypeError:  # distributed before the n_workers argument
-            info = self.client.scheduler_info()
+            # a lambda travels by value: a scheduler elsewhere need not have this package
+            info = compat.run_on_scheduler(
+                self.client, lambda dask_scheduler: dask_scheduler.identity(), CALL_TIMEOUT
+            )
+        except Exception as err:
+            raise ClusterError(
+                f"The scheduler at {self.address} did not answer within "
+                f"{format_seconds(CALL_TIMEOUT)} ({type(err).__name__}: {err}); it may be "
+                "paused, overloaded or gone. %gpu_cluster stop still works."
+            ) from err
         workers: dict[str, dict[str, Any]] = info.get("workers", {})
         return workers
 
@@ -141,6 +214,7 @@ class ClusterSession:
             scheduler_address=self.address,
             dashboard_link=self.dashboard_link,
             tls=self.tls_files,
+            started=registry.process_started(os.getpid()),
         )
         try:
             registry.write(entry)
@@ -157,14 +231,21 @@ class ClusterSession:
                 "it; add or remove workers where that cluster was started (dask cuda worker, your "
                 "job scheduler, dask-gateway ...)."
             )
+        if not self.alive:
+            raise ClusterError(self.gone())
         if self.devices and n > len(self.devices):
             raise ClusterError(
                 f"scale {n}: this cluster has {len(self.devices)} GPU(s) "
                 f"({', '.join(gpus.identifier(d) for d in self.devices)}), one worker each; "
                 "start it with more --gpus to go further"
             )
-        self.cluster.scale(n)
-        self._wait_for(n)
+        if not self.devices:
+            check_cpu_workers(n, "scale", self.cpu_workers_allowed)
+        # the nannies are made on the cluster's loop while we wait: the routes hold until then
+        with http_routes(self.access is None or self.access.dashboard is not None):
+            self.cluster.scale(n)
+            self._wait_for(n)
+        self.pids.note(self.cluster)
 
     def _wait_for(self, n: int) -> None:
         timeout = float(config.get("startup-timeout"))
@@ -182,99 +263,37 @@ class ClusterSession:
 
     def restart(self) -> None:
         """Restart every worker (frees their host and GPU memory), keeping the cluster."""
+        if not self.alive:
+            raise ClusterError(self.gone())
         try:
             self.client.restart(timeout=float(config.get("startup-timeout")))
         except Exception as err:
             raise ClusterError(f"Restart failed: {type(err).__name__}: {err}") from err
+        if self.cluster is not None:
+            self.pids.note(self.cluster)
 
     def close(self) -> None:
-        """Close what this kernel started; only disconnect from what it attached to."""
+        """Close what this kernel started, leaving no worker process; only disconnect from what
+        it attached to. Works whatever state the client and the scheduler are in."""
         if self._closed:
             return
         self._closed = True
         registry.remove(self.kernel_id)
-        _close_quietly(self.client, 10)
         if self.cluster is not None:
-            _close_quietly(self.cluster, 30)
+            self.pids.note(self.cluster)
+        close_quietly(self.client, 10)
+        if self.cluster is not None:
+            close_quietly(self.cluster, 30)
+            self.pids.end_leftovers()
+        self.main_guard.release()
         if _current is self:
             _set_current(None)
-
-
-def _launch(opts: StartOptions, devices: list[nvml.Device], security: Any) -> tuple[Any, Any]:
-    """Start the cluster and its default client, and wait for every worker; close both on any
-    failure, so that a start that fails leaves no process behind."""
-    keywords = cluster_keywords(opts, devices, security)
-    cluster = client = None
-    try:
-        if devices:
-            from dask_cuda import LocalCUDACluster
-
-            cluster = LocalCUDACluster(**keywords)
-        else:
-            from distributed import LocalCluster
-
-            cluster = LocalCluster(**keywords)
-        from distributed import Client
-
-        client = Client(cluster, security=security, set_as_default=True)
-        client.wait_for_workers(len(cluster.worker_spec), timeout=opts.startup_timeout())
-    except Exception as err:
-        for closable in (client, cluster):
-            if closable is not None:
-                _close_quietly(closable)
-        raise ClusterError(f"The cluster did not start: {type(err).__name__}: {err}") from err
-    return client, cluster
-
-
-def _connect(target: AttachTarget, timeout: float) -> Any:
-    """The default client of ``target``'s scheduler; a scheduler that does not answer within
-    ``timeout`` is an error naming the address."""
-    from distributed import Client
-
-    try:
-        return Client(
-            target.address, timeout=timeout, security=target.security(), set_as_default=True
-        )
-    except (OSError, TimeoutError) as err:
-        raise ClusterError(
-            f"No Dask scheduler answered at {target.address} within {format_seconds(timeout)} "
-            f"({type(err).__name__}: {err}). Check the address (the scheduler prints it at "
-            "start-up) and that this machine can reach it."
-        ) from err
-    except Exception as err:
-        raise ClusterError(
-            f"Could not attach to {target.address}: {type(err).__name__}: {err}"
-        ) from err
-
-
-def _close_quietly(closable: Any, timeout: float | None = None) -> None:
-    """Close a client or cluster that may already be broken; a failure is only logged."""
-    try:
-        if timeout is None:
-            closable.close()
-        else:
-            closable.close(timeout=timeout)
-    except Exception:
-        log.debug("closing %s failed", type(closable).__name__, exc_info=True)
-
-
-def _dashboard_link(cluster_or_client: Any) -> str | None:
-    import importlib.util
-
-    if importlib.util.find_spec("bokeh") is None:
-        return None
-    try:
-        link = cluster_or_client.dashboard_link
-    except Exception:
-        log.debug("no dashboard link from %s", type(cluster_or_client).__name__, exc_info=True)
-        return None
-    return str(link) if link else None
 
 
 # -- the kernel's one session ---------------------------------------------------------------------
 
 _current: ClusterSession | None = None
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while it is held
 _atexit_registered = False
 
 
@@ -318,6 +337,7 @@ def _set_current(session: ClusterSession | None) -> None:
         _current = session
         if session is not None and not _atexit_registered:
             atexit.register(close_current)
+            lifecycle.on_unload(forget_current, lifecycle.FIRST)
             lifecycle.on_unload(close_current, lifecycle.CLUSTER)
             _atexit_registered = True
 
@@ -329,3 +349,11 @@ def close_current() -> bool:
         return False
     session.close()
     return True
+
+
+def forget_current() -> None:
+    """Remove the session's registry entry (and TLS keys) at once: the first thing to do when
+    the kernel is going away, since whatever comes next may be cut short by SIGKILL."""
+    session = _current
+    if session is not None:
+        registry.remove(session.kernel_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from . import heartbeat, nvml, probe
+from . import compat, heartbeat, nvml, probe, scheduler_probe
 from .errors import ClusterError
 from .table import Table
 from .units import format_bytes
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Workers = dict[str, dict[str, Any]]
+
+#: seconds the status waits for the scheduler to count the tasks waiting for a resource
+CALL_TIMEOUT = 5.0
 
 _MODE_TITLES = {"gpu": "GPU cluster", "cpu": "CPU cluster (no GPU)", "attached": "Attached cluster"}
 
@@ -76,7 +79,9 @@ def summary(session: ClusterSession) -> Table:
     else:
         title = f"Attached to {session.address}: {n} worker{'s' * (n != 1)}"
     gpu_columns = ["GPU", "UUID", "GPU memory"] if session.mode != "cpu" else []
-    table = Table(title, ["worker", "host", *gpu_columns, "threads", "memory limit"])
+    resources = any(identity.get("resources") for identity in workers.values())
+    extra = ["resources"] if resources else []
+    table = Table(title, ["worker", "host", *gpu_columns, "threads", "memory limit", *extra])
     for address, identity in workers.items():
         gpu_cells: list[object] = []
         if gpu_columns:
@@ -92,17 +97,15 @@ def summary(session: ClusterSession) -> Table:
             *gpu_cells,
             identity.get("nthreads", "–"),
             format_bytes(limit) if limit else "none",
+            *([_resources(identity)] if resources else []),
         )
-    return _with_links_and_notes(table, session, f"scheduler: {session.address}")
+    return _with_links_and_notes(table, session, f"scheduler: {session.address}", session.reach())
 
 
 def status(session: ClusterSession) -> Table:
     """Live figures per worker: GPU use, host memory and tasks."""
     if not session.alive:
-        raise ClusterError(
-            f"The cluster at {session.address} is no longer reachable (its client was closed or "
-            "the scheduler went away). Run %gpu_cluster stop, then start or attach again."
-        )
+        raise ClusterError(session.gone())
     workers = _workers(session)
     n = len(workers)
     gpu_columns = ["GPU", "GPU util", "GPU memory"] if session.mode != "cpu" else []
@@ -121,9 +124,46 @@ def status(session: ClusterSession) -> Table:
             *gpu_cells,
             host_memory,
             identity.get("nthreads", "–"),
-            " / ".join(str(metrics.get(k, 0)) for k in ("executing", "ready", "in_memory")),
+            _task_counts(identity),
         )
-    return _with_links_and_notes(table, session)
+    return _with_links_and_notes(table, session, *_waiting_notes(session))
+
+
+def _task_counts(identity: dict[str, Any]) -> str:
+    counts = heartbeat.task_counts(identity)
+    return f"{counts.executing} / {counts.ready} / {counts.in_memory}"
+
+
+def _waiting_notes(session: ClusterSession) -> list[str]:
+    """A note per resource that tasks wait for and no worker offers (they never run here)."""
+    waiting = missing_resources(session.client)
+    return [
+        f"{n} task{'s' * (n != 1)} wait{'s' * (n == 1)} for resource {name!r}, which no worker "
+        f"offers: {'it' if n == 1 else 'they'} will not run until a worker with {name} joins "
+        "(start workers with --resources, or submit without resources=)"
+        for name, n in sorted(waiting.items())
+    ]
+
+
+def missing_resources(client: Any) -> dict[str, int]:
+    """:func:`.scheduler_probe.missing_resources`, asked of the scheduler within
+    :data:`CALL_TIMEOUT`; empty when it cannot answer (the status still shows the rest)."""
+    import cloudpickle
+
+    registered = scheduler_probe.__name__ in cloudpickle.list_registry_pickle_by_value()
+    if not registered:  # a scheduler elsewhere need not have this package
+        cloudpickle.register_pickle_by_value(scheduler_probe)
+    try:
+        found = compat.run_on_scheduler(client, scheduler_probe.missing_resources, CALL_TIMEOUT)
+    except Exception:
+        log.debug("asking the scheduler for missing resources failed", exc_info=True)
+        return {}
+    finally:
+        if not registered:
+            cloudpickle.unregister_pickle_by_value(scheduler_probe)
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): int(v) for k, v in found.items() if isinstance(v, int) and v > 0}
 
 
 def no_cluster_text() -> str:
@@ -170,6 +210,13 @@ def _with_links_and_notes(table: Table, session: ClusterSession, *notes: str) ->
     if session.mode == "cpu":
         table.notes.append(f"no GPU: {session.cpu_reason}")
     return table
+
+
+def _resources(identity: dict[str, Any]) -> str:
+    found = identity.get("resources") or {}
+    if not isinstance(found, dict):
+        return "–"
+    return ", ".join(f"{name}={amount:g}" for name, amount in sorted(found.items())) or "–"
 
 
 def _short_uuid(uuid: str) -> str:

@@ -29,6 +29,13 @@ def _bool(value: Any) -> bool:
     return bool(value)
 
 
+def _auto_or_bool(value: Any) -> str | bool:
+    """``"auto"``, or a boolean in any spelling :func:`_bool` takes."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    return _bool(value)
+
+
 def _positive_int(value: Any) -> int:
     number = int(value)
     if number < 0:
@@ -93,6 +100,15 @@ OPTIONS: dict[str, Option] = {
             _bool,
             "Read this machine's GPUs through NVML. `false` hides them from the package (the "
             "cluster falls back to the CPU and the panel shows only the task stream).",
+        ),
+        Option(
+            "shared-machine",
+            "auto",
+            _auto_or_bool,
+            "Whether other people use this machine. On a shared machine `%gpu_cluster start` "
+            "serves no dashboard unless asked (it has no authentication: every local user could "
+            "read it). `auto` looks for other people's accounts (a uid from `UID_MIN` on, with a "
+            "login shell) and processes; `true` or `false` decides without looking.",
         ),
         Option(
             "startup-timeout",

@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 #: when a closer runs, relative to the others: consumers of a cluster close before the cluster
 Stage = int
+FIRST: Stage = -1  # what must be done even if the process is killed right after (registry)
 VIEWS: Stage = 0  # panels and sampler threads that read the cluster
 CLUSTER: Stage = 1  # the kernel's cluster and its client
 MEMORY: Stage = 2  # host memory held for transfers

@@ -45,7 +45,13 @@ def _range(option: str) -> str:
     "--n-workers",
     type=arg_types.positive_int,
     metavar="N",
-    help="number of workers (GPU: the first N selected GPUs; CPU fallback: N processes)",
+    help="number of workers (GPU: the first N selected GPUs; CPU fallback: N processes, at most "
+    "one per core this kernel may use)",
+)
+@ma.argument(
+    "--oversubscribe",
+    action="store_true",
+    help="allow more CPU workers than this kernel's cores (CPU fallback)",
 )
 @ma.argument(
     "--threads-per-worker",
@@ -92,12 +98,28 @@ def _range(option: str) -> str:
     "--dashboard-address",
     type=arg_types.dashboard_address,
     metavar="ADDR",
-    help="dashboard HOST:PORT, PORT, or none (default: a free port on --host)",
+    help="dashboard HOST:PORT, PORT, or none (default: a free port on --host, or none when "
+    "other people use this machine: it has no authentication)",
 )
 @ma.argument(
     "--tls",
+    action=argparse.BooleanOptionalAction,
+    default=StartOptions.tls,
+    help="TLS with fresh certificates for this cluster alone (the default); --no-tls: plain "
+    "TCP, which any local user can connect to and run code through, as you",
+)
+@ma.argument(
+    "--allow-insecure-network",
     action="store_true",
-    help="encrypt and authenticate all cluster traffic with fresh TLS certificates",
+    help="with --no-tls, allow a --host that other machines can reach (anyone who reaches it "
+    "can run code as you)",
+)
+@ma.argument(
+    "--resources",
+    type=arg_types.resources,
+    metavar="NAME=N,...",
+    help="resources each worker advertises, e.g. GPU=1,MEM=2e9 (GPU workers: GPU=1 unless "
+    "changed here; CPU fallback: none)",
 )
 @ma.argument(
     "--require-gpu",
@@ -119,7 +141,9 @@ def start() -> None:
     """Start a local Dask cluster with one worker per GPU (dask-cuda's LocalCUDACluster).
 
     Returns the Client and makes it the default, so ``client = %gpu_cluster start`` works.
-    Without a usable GPU a CPU LocalCluster starts instead, with a warning.
+    Without a usable GPU a CPU LocalCluster starts instead, with a warning. The cluster speaks
+    TLS with certificates made for it alone, so other local users cannot use it (--no-tls: plain
+    TCP); on a machine that others use, it serves no dashboard unless --dashboard-address asks.
     """
 
 
@@ -137,6 +161,9 @@ def start_options(args: argparse.Namespace) -> StartOptions:
         host=args.host,
         dashboard_address=args.dashboard_address,
         tls=args.tls,
+        allow_insecure_network=args.allow_insecure_network,
+        oversubscribe=args.oversubscribe,
+        resources=args.resources,
         require_gpu=True if args.require_gpu else None,
         timeout=args.timeout,
     )
@@ -309,6 +336,11 @@ def parse(spec: Spec, line: str) -> argparse.Namespace | None:
         return parser.parse_argstring(line)  # type: ignore[attr-defined,no-any-return]
     except UsageError as err:
         raise UsageError(f"{err}\n{usage(parser)}") from None
+    except ValueError as err:  # shlex: "No closing quotation", "No escaped character"
+        raise UsageError(
+            f"cannot split the arguments ({err}): close the quote, or escape it with a "
+            f"backslash\n{usage(parser)}"
+        ) from None
 
 
 def usage(parser: argparse.ArgumentParser) -> str:

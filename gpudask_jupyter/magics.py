@@ -68,6 +68,9 @@ class GpuDaskMagics(Magics):
         config=True
     )
     nvml = Bool(None, allow_none=True, help=config.OPTIONS["nvml"].doc).tag(config=True)
+    shared_machine = Unicode(None, allow_none=True, help=config.OPTIONS["shared-machine"].doc).tag(
+        config=True
+    )
     startup_timeout = Float(None, allow_none=True, help=config.OPTIONS["startup-timeout"].doc).tag(
         config=True
     )
@@ -162,6 +165,8 @@ class GpuDaskMagics(Magics):
         try:
             if session is None:
                 print(cluster_tables.no_cluster_text())
+            elif not session.alive:
+                print(session.gone())
             else:
                 _display(cluster_tables.status(session))
         finally:

@@ -23,6 +23,13 @@ def _no_gpu_here() -> None:
         pytest.skip("this module tests the CPU fallback; this machine has a GPU")
 
 
+@pytest.fixture
+def alone(shell) -> None:
+    """This machine counts as used by nobody else: the dashboard starts by default."""
+    shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'false'")
+
+
+@pytest.mark.usefixtures("alone")
 def test_start_falls_back_to_cpu_with_warning_and_returns_default_client(shell, capsys) -> None:
     from distributed import Client, default_client
 
@@ -38,10 +45,11 @@ def test_start_falls_back_to_cpu_with_warning_and_returns_default_client(shell, 
     assert len(spawned_workers()) == 2
 
 
-def test_binds_to_loopback_by_default(shell) -> None:
+@pytest.mark.usefixtures("alone")
+def test_binds_to_loopback_with_tls_by_default(shell) -> None:
     client = shell.run_line_magic("gpu_cluster", START)
-    assert client.scheduler.address.startswith("tcp://127.0.0.1:")
-    assert all(addr.startswith("tcp://127.0.0.1:") for addr in client.scheduler_info()["workers"])
+    assert client.scheduler.address.startswith("tls://127.0.0.1:")
+    assert all(addr.startswith("tls://127.0.0.1:") for addr in client.scheduler_info()["workers"])
     assert cluster.current().dashboard_link.startswith("http://127.0.0.1:")
 
 
@@ -87,17 +95,17 @@ def test_status_scale_restart(shell, capsys) -> None:
     capsys.readouterr()
     shell.run_line_magic("gpu_cluster", "")
     status = capsys.readouterr().out
-    assert "CPU cluster (no GPU) at tcp://127.0.0.1:" in status
+    assert "CPU cluster (no GPU) at tls://127.0.0.1:" in status
     assert "tasks running / ready / held" in status
     shell.run_line_magic("gpu_cluster", "scale 1")
     assert len(client.scheduler_info()["workers"]) == 1
-    shell.run_line_magic("gpu_cluster", "scale 3")
-    assert len(client.scheduler_info()["workers"]) == 3
+    shell.run_line_magic("gpu_cluster", "scale 2")
+    assert len(client.scheduler_info()["workers"]) == 2
     future = client.submit(lambda: 41 + 1)
     assert future.result() == 42
     shell.run_line_magic("gpu_cluster", "restart")
     assert "Workers restarted." in capsys.readouterr().out
-    assert len(client.scheduler_info()["workers"]) == 3
+    assert len(client.scheduler_info()["workers"]) == 2
     assert client.submit(lambda: 7).result() == 7
 
 
@@ -135,7 +143,10 @@ def test_unload_and_reload_close_the_cluster(magic: str) -> None:
     assert "gpu_cluster" not in ip.magics_manager.magics["line"]
 
 
+@pytest.mark.usefixtures("alone")
 def test_registry_entry_describes_the_cluster(shell, runtime_dir: Path) -> None:
+    import psutil
+
     client = shell.run_line_magic("gpu_cluster", START)
     entries = registry.read_all(runtime_dir)
     assert len(entries) == 1
@@ -143,7 +154,18 @@ def test_registry_entry_describes_the_cluster(shell, runtime_dir: Path) -> None:
     assert entry.scheduler_address == client.scheduler.address
     assert entry.mode == "cpu"
     assert entry.pid == os.getpid()
+    assert entry.started == pytest.approx(psutil.Process().create_time())
     assert entry.dashboard_link and entry.dashboard_link.startswith("http://127.0.0.1:")
+    assert entry.tls is not None
+
+
+def test_no_tls_is_plain_tcp_with_a_warning(shell, runtime_dir: Path, capsys) -> None:
+    client = shell.run_line_magic("gpu_cluster", START + " --no-tls")
+    out = capsys.readouterr()
+    assert "--no-tls" in out.err and "any local user" in out.err and "run code as you" in out.err
+    assert client.scheduler.address.startswith("tcp://127.0.0.1:")
+    assert "every local user (plain TCP): they can run code as you" in out.out
+    (entry,) = registry.read_all(runtime_dir).values()
     assert entry.tls is None
 
 
@@ -166,4 +188,4 @@ def test_tls_start_encrypts_and_registers_credentials(shell, runtime_dir: Path) 
 def test_dashboard_can_be_switched_off(shell, capsys) -> None:
     shell.run_line_magic("gpu_cluster", START + " --dashboard-address none")
     assert cluster.current().dashboard_link is None
-    assert "dashboard:" not in capsys.readouterr().out
+    assert "dashboard: http" not in capsys.readouterr().out

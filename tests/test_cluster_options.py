@@ -46,8 +46,8 @@ def test_the_parsers_defaults_are_the_options_defaults() -> None:
 
 
 def test_cpu_keywords() -> None:
-    opts = StartOptions(n_workers=2, memory_limit="1GB", tls=True)
-    keywords = cluster_keywords(opts, [], security="S")
+    opts = StartOptions(n_workers=2, memory_limit="1GB")
+    keywords = cluster_keywords(opts, [], security="S", dashboard="127.0.0.1:0")
     assert keywords == {
         "preload": ["gpudask_jupyter.worker_setup"],
         "host": "127.0.0.1",
@@ -66,13 +66,15 @@ def test_gpu_keywords_bind_one_worker_per_device() -> None:
         Device(1, "GPU-1111", "H200", 2**30),
         Device(2, "MIG-2222-aaaa-bbbb", "H200 MIG", 2**30, mig_index=0),
     ]
-    opts = StartOptions(rmm_pool_size=0.5, rmm_async=True, dashboard_address="none")
-    keywords = cluster_keywords(opts, devices, security=None)
+    opts = StartOptions(rmm_pool_size=0.5, rmm_async=True, dashboard_address="none", tls=False)
+    keywords = cluster_keywords(opts, devices, security=None, dashboard=None)
     assert keywords == {
         "preload": ["gpudask_jupyter.worker_setup"],
         "host": "127.0.0.1",
         "dashboard_address": None,
         "protocol": "tcp",
+        "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"},
+        "resources": {"GPU": 1},
         "CUDA_VISIBLE_DEVICES": ["1", "MIG-2222-aaaa-bbbb"],
         "n_workers": 2,
         "threads_per_worker": 1,
@@ -110,3 +112,17 @@ def test_attach_target_reads_a_scheduler_file(tmp_path: Path) -> None:
 
 def test_every_subcommand_has_one_handler() -> None:
     assert set(magics._handlers) == set(magic_args.SUBCOMMANDS.values())
+
+
+def test_attach_tls_files_are_recorded_as_absolute_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry accepts absolute TLS paths only: relative ones would name other files in
+    the server's working directory."""
+    for role in ("ca", "cert", "key"):
+        (tmp_path / f"{role}.pem").write_text(role)
+    monkeypatch.chdir(tmp_path)
+    target = AttachTarget.resolve("10.0.0.5:8786", None, "ca.pem", "cert.pem", "key.pem")
+    files = target.tls_files()
+    assert files is not None
+    assert files["ca_file"] == str(tmp_path / "ca.pem")

@@ -1,7 +1,11 @@
-"""No orphans: a real ipykernel that started a cluster leaves no worker after shutdown/restart."""
+"""No orphans: a real ipykernel that started a cluster leaves no worker, no registry entry and no
+TLS key after shutdown, restart or SIGTERM (the kernel manager ends a shutdown with SIGTERM when
+the kernel has not exited after half its wait, so atexit alone is not enough)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 import uuid
@@ -68,21 +72,72 @@ def _start_cluster(km: KernelManager, kc: Any) -> list[Any]:
     return workers
 
 
-def test_kernel_shutdown_leaves_no_worker(kernel) -> None:
+def _left_behind(runtime_dir: Path) -> list[str]:
+    """Registry entries and TLS folders in the runtime directory."""
+    return sorted(p.name for p in runtime_dir.glob("gpudask-kernel-*"))
+
+
+def test_kernel_shutdown_leaves_nothing(kernel, runtime_dir: Path) -> None:
     km, kc = kernel
     workers = _start_cluster(km, kc)
+    assert len(_left_behind(runtime_dir)) == 2  # the entry and its TLS folder
     km.shutdown_kernel(now=False)
     assert wait_gone(workers) == []
+    assert _left_behind(runtime_dir) == []
 
 
-def test_kernel_restart_leaves_no_worker(kernel) -> None:
+def test_kernel_restart_leaves_nothing(kernel, runtime_dir: Path) -> None:
     km, kc = kernel
     workers = _start_cluster(km, kc)
     km.restart_kernel(now=False)
     assert wait_gone(workers) == []
+    assert _left_behind(runtime_dir) == []
     kc.wait_for_ready(timeout=60)
     reply = run(kc, "1 + 1")
     assert reply["status"] == "ok"
+
+
+def test_sigterm_closes_the_cluster_then_ends_the_kernel(kernel, runtime_dir: Path) -> None:
+    km, kc = kernel
+    workers = _start_cluster(km, kc)
+    process = km.provisioner.process
+    os.kill(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert process.poll() == -signal.SIGTERM  # it still ends by SIGTERM, as the manager expects
+    assert wait_gone(workers) == []
+    assert _left_behind(runtime_dir) == []
+
+
+def test_a_killed_kernels_entry_is_ignored_then_pruned(kernel, runtime_dir: Path) -> None:
+    from gpudask_jupyter import registry
+
+    km, kc = kernel
+    workers = _start_cluster(km, kc)
+    os.kill(km.provisioner.process.pid, signal.SIGKILL)  # no handler runs
+    assert wait_gone(workers) == []  # the workers end with their parent's pipe
+    assert len(_left_behind(runtime_dir)) == 2
+    assert registry.read_all(runtime_dir) == {}  # the server ignores it at once
+    assert registry.prune(runtime_dir) == [km.kernel_id]
+    assert _left_behind(runtime_dir) == []
+
+
+def test_unloading_puts_back_sigterm_and_the_shutdown_request(kernel) -> None:
+    _, kc = kernel
+    code = (
+        "import signal\n"
+        "k = get_ipython().kernel\n"
+        "before = signal.getsignal(signal.SIGTERM), 'do_shutdown' in vars(k)\n"
+        "%load_ext gpudask_jupyter\n"
+        "loaded = signal.getsignal(signal.SIGTERM), 'do_shutdown' in vars(k)\n"
+        "%unload_ext gpudask_jupyter\n"
+        "after = signal.getsignal(signal.SIGTERM), 'do_shutdown' in vars(k)\n"
+        "print(before == after, loaded[0] is not before[0], loaded[1], after[1])\n"
+    )
+    reply = run(kc, code)
+    assert reply["status"] == "ok", reply["output"]
+    assert reply["output"].split() == ["True", "True", "True", "False"]
 
 
 def test_interrupting_a_cell_keeps_the_workers(kernel) -> None:

@@ -41,6 +41,34 @@ from gpudask_jupyter import cluster
         ("scale", "the following arguments are required: n", "usage: %gpu_cluster scale"),
         ("attach --timeout x tcp://a:1", "not a duration", "usage: %gpu_cluster attach"),
         ("status now", "unrecognized arguments: now", "usage: %gpu_cluster status"),
+        ("start --memory-limit 1e400", "'1e400' is not a finite size", "usage: %gpu_cluster"),
+        ("start --memory-limit 1e30GB", "larger than any machine's memory", "usage: %gpu"),
+        ("start --memory-limit 1e400GB", "a size like 16GB", "usage: %gpu_cluster start"),
+        ("start --rmm-pool-size inf", "not a finite size", "usage: %gpu_cluster start"),
+        ("start --device-memory-limit nan", "not a finite size", "usage: %gpu_cluster start"),
+        ("start --dashboard-address 99999", "port 99999 is out of range", "usage: %gpu_cluster"),
+        (
+            "start --dashboard-address 0.0.0.0:70000",
+            "port 70000 is out of range: ports are 0 to 65535",
+            "usage: %gpu_cluster start",
+        ),
+        ("start --resources GPU", "expected NAME=AMOUNT (like GPU=1)", "usage: %gpu_cluster"),
+        ("start --resources GPU=lots", "GPU: expected a number", "usage: %gpu_cluster start"),
+        ("start --resources GPU=nan", "must be a positive number", "usage: %gpu_cluster"),
+        ("start --resources GPU=1,GPU=2", "GPU is given twice", "usage: %gpu_cluster start"),
+        ("start --resources 9x=1", "expected NAME=AMOUNT", "usage: %gpu_cluster start"),
+        ("panel --interval nan", "not a duration", "usage: %gpu_cluster panel"),
+        ("panel --interval inf", "not a duration", "usage: %gpu_cluster panel"),
+        ("panel --history 1e999", "not a duration", "usage: %gpu_cluster panel"),
+        ("attach --timeout nan tcp://a:1", "not a duration", "usage: %gpu_cluster attach"),
+        ("start --host 'x", "cannot split the arguments (No closing quotation)", "usage: %gpu"),
+        ('attach "tcp://a:1', "No closing quotation", "usage: %gpu_cluster attach"),
+        ("status 'v", "No closing quotation", "usage: %gpu_cluster status"),
+        ("scale '2", "No closing quotation", "usage: %gpu_cluster scale"),
+        ("restart 'x", "No closing quotation", "usage: %gpu_cluster restart"),
+        ("stop 'x", "No closing quotation", "usage: %gpu_cluster stop"),
+        ("panel --interval '1", "No closing quotation", "usage: %gpu_cluster panel"),
+        ("config '", "No closing quotation", "usage: %gpu_cluster config"),
     ],
 )
 def test_bad_input_is_a_usage_error_and_starts_nothing(
@@ -102,3 +130,32 @@ def test_config_shows_options_and_accepts_ipython_config(shell, capsys, caplog) 
     assert "not a size: 'huge'" in caplog.text
     shell.run_line_magic("gpu_cluster", "config")
     assert "64 MiB" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("magic", ["to_gpu", "to_cpu"])
+@pytest.mark.parametrize("line", ["'x", 'df "y', "--exclude 'a"])
+def test_an_unbalanced_quote_in_a_cell_magic_is_a_usage_error(shell, magic: str, line: str) -> None:
+    with pytest.raises(UsageError, match=r"No closing quotation.*\n.*usage: %"):
+        shell.run_cell_magic(magic, line, "never_run = 1")
+    assert "never_run" not in shell.user_ns
+
+
+def test_cpu_workers_are_bounded_by_the_cores_unless_asked(shell) -> None:
+    from gpudask_jupyter import nvml
+    from gpudask_jupyter.cluster_options import usable_cores
+
+    if nvml.status().available:
+        pytest.skip("the bound on CPU workers applies to the CPU fallback; this machine has a GPU")
+    cores = usable_cores()
+    with pytest.raises(UsageError, match=f"--n-workers 100000: this kernel may use {cores} core"):
+        shell.run_line_magic("gpu_cluster", "start --n-workers 100000")
+    assert cluster.current() is None and spawned_workers() == []
+    shell.run_line_magic(
+        "gpu_cluster", f"start --n-workers {cores + 1} --oversubscribe --memory-limit 1GB"
+    )
+    assert len(spawned_workers()) == cores + 1
+    with pytest.raises(UsageError, match=f"scale 100000: this kernel may use {cores} core"):
+        shell.run_line_magic("gpu_cluster", "scale 100000")  # as many as the start asked, no more
+    shell.run_line_magic("gpu_cluster", "scale 1")
+    shell.run_line_magic("gpu_cluster", f"scale {cores + 1}")
+    assert len(spawned_workers()) == cores + 1

@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,147 @@ def test_entry_is_json_with_schema_version(tmp_path: Path) -> None:
     raw = json.loads(registry.write(_entry(), tmp_path).read_text())
     assert raw["version"] == registry.SCHEMA_VERSION
     assert raw["kernel_id"] == "k1"
+
+
+# -- each field checked on its own: nothing a file holds raises -----------------------------------
+
+
+def _raw(**changes: object) -> dict[str, object]:
+    raw = json.loads(
+        json.dumps(
+            {
+                "kernel_id": "k1",
+                "pid": os.getpid(),
+                "mode": "cpu",
+                "scheduler_address": "tls://127.0.0.1:8786",
+                "dashboard_link": None,
+                "tls": None,
+                "created": 1.0,
+                "version": registry.SCHEMA_VERSION,
+                "started": registry.process_started(os.getpid()),
+            }
+        )
+    )
+    raw.update(changes)
+    return raw
+
+
+def _write_raw(folder: Path, raw: object, name: str = "k1") -> Path:
+    path = folder / f"{registry.PREFIX}{name}.json"
+    path.write_text(json.dumps(raw))
+    path.chmod(0o600)
+    return path
+
+
+def test_a_well_formed_entry_is_read(tmp_path: Path) -> None:
+    _write_raw(tmp_path, _raw())
+    assert set(registry.read_all(tmp_path)) == {"k1"}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"tls": "not a dict"},
+        {"tls": ["ca", "cert", "key"]},
+        {"tls": {"ca": "/a", "cert": "/b", "key": "/c"}},  # wrong keys
+        {"tls": {"ca_file": 1, "cert_file": "/b", "key_file": "/c"}},
+        {"tls": {"ca_file": "relative", "cert_file": "/b", "key_file": "/c"}},
+        {"pid": "123"},
+        {"pid": 1.5},
+        {"pid": None},
+        {"pid": True},
+        {"pid": 2**70},
+        {"pid": -1},
+        {"kernel_id": ["k1"]},
+        {"kernel_id": "../k1"},
+        {"version": 99},
+        {"version": "2"},
+        {"mode": "root"},
+        {"scheduler_address": 8786},
+        {"scheduler_address": "http://evil.example/"},
+        {"started": "yesterday"},
+        {"started": None},
+    ],
+    ids=repr,
+)
+def test_a_malformed_field_skips_the_entry_without_raising(
+    tmp_path: Path, changes: dict[str, object]
+) -> None:
+    _write_raw(tmp_path, _raw(**changes))
+    _write_raw(tmp_path, _raw(kernel_id="good"), name="good")
+    assert set(registry.read_all(tmp_path)) == {"good"}
+
+
+@pytest.mark.parametrize("raw", [[1, 2], "text", 3, None, True], ids=repr)
+def test_json_that_is_not_an_object_is_skipped(tmp_path: Path, raw: object) -> None:
+    _write_raw(tmp_path, raw)
+    assert registry.read_all(tmp_path) == {}
+
+
+def test_decorations_that_are_wrong_are_dropped_not_fatal(tmp_path: Path) -> None:
+    _write_raw(tmp_path, _raw(dashboard_link=["x"], created="now"))
+    entry = registry.read_all(tmp_path)["k1"]
+    assert entry.dashboard_link is None and entry.created == 0.0
+
+
+def test_a_huge_or_deep_file_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / f"{registry.PREFIX}k1.json"
+    path.write_text(json.dumps(_raw(padding="x" * (registry.MAX_ENTRY_BYTES + 1))))
+    path.chmod(0o600)
+    deep = tmp_path / f"{registry.PREFIX}deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    deep.chmod(0o600)
+    assert registry.read_all(tmp_path) == {}
+
+
+def test_a_fifo_in_the_registry_does_not_block(tmp_path: Path) -> None:
+    fifo = tmp_path / f"{registry.PREFIX}fifo.json"
+    os.mkfifo(fifo, 0o600)
+    _write_raw(tmp_path, _raw())
+    assert set(registry.read_all(tmp_path)) == {"k1"}
+
+
+def test_kernel_id_must_be_the_files_own(tmp_path: Path) -> None:
+    _write_raw(tmp_path, _raw(kernel_id="other"), name="k1")
+    assert registry.read_all(tmp_path) == {}
+
+
+# -- an entry lives as long as its kernel's process, not its pid ----------------------------------
+
+
+def test_a_reused_pid_does_not_revive_an_entry(tmp_path: Path) -> None:
+    """Same pid (ours), another start time: the process that wrote it is gone."""
+    started = registry.process_started(os.getpid())
+    assert started is not None
+    _write_raw(tmp_path, _raw(started=started - 3600))
+    assert registry.read_all(tmp_path) == {}
+
+
+def test_prune_removes_dead_entries_and_their_tls_keys_only(tmp_path: Path) -> None:
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    files = registry.write_tls("dead", {"ca": "x", "cert": "y", "key": "z"}, tmp_path)
+    gone = registry.Entry("dead", int(dead.stdout), "cpu", "tls://127.0.0.1:1", tls=files)
+    gone.started = 12345.0
+    registry.write(gone, tmp_path)
+    registry.write(_entry("alive"), tmp_path)
+    reused = _raw(kernel_id="reused", started=1.0)
+    _write_raw(tmp_path, reused, name="reused")
+    newer = _raw(kernel_id="newer", version=registry.SCHEMA_VERSION + 1, started=1.0)
+    _write_raw(tmp_path, newer, name="newer")
+    assert sorted(registry.prune(tmp_path)) == ["dead", "reused"]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [f"{registry.PREFIX}alive.json", f"{registry.PREFIX}newer.json"]
+
+
+def test_prune_removes_loose_tls_folders_only_when_old(tmp_path: Path) -> None:
+    fresh = Path(registry.write_tls("fresh", {"ca": "x"}, tmp_path)["ca_file"]).parent
+    old = Path(registry.write_tls("old", {"ca": "x"}, tmp_path)["ca_file"]).parent
+    past = time.time() - registry.LOOSE_TLS_SECONDS - 60
+    os.utime(old, (past, past))
+    registry.prune(tmp_path)
+    assert fresh.exists() and not old.exists()

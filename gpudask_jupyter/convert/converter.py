@@ -6,10 +6,13 @@ transaction can all depend on it without depending on each other.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
+
+log = logging.getLogger(__name__)
 
 Direction = Literal["gpu", "cpu"]
 
@@ -44,6 +47,16 @@ class Converter:
         return f"{self.source} → {self.target}"
 
 
+def _is_instance(obj: object, cls: type) -> bool:
+    """``isinstance``, False for an object whose ``__class__`` raises (a proxy, a broken
+    object): such an object has no converter, it is not an error of the user's cell."""
+    try:
+        return isinstance(obj, cls)
+    except Exception:
+        log.debug("isinstance(%s, %s) raised", type(obj).__name__, cls.__name__, exc_info=True)
+        return False
+
+
 def module_class(module: str, *names: str) -> Callable[[object], bool]:
     """A predicate for instances of ``module.name`` that never imports ``module``.
 
@@ -61,7 +74,7 @@ def module_class(module: str, *names: str) -> Callable[[object], bool]:
                 target = getattr(target, part, None)
                 if target is None:
                     break
-            if isinstance(target, type) and isinstance(obj, target):
+            if isinstance(target, type) and _is_instance(obj, target):
                 return True
         return False
 

@@ -8,10 +8,13 @@ nothing of this module.
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from . import builtin
 from .converter import Converter, Direction
+
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _converters: list[Converter] = []
@@ -45,10 +48,17 @@ def _load_builtins() -> None:
 
 
 def find(obj: object, direction: Direction) -> Converter | None:
+    """The first converter for ``obj``; a converter whose test raises (on an object whose
+    ``__class__`` raises, say) counts as not matching, logged at debug."""
     _load_builtins()
     with _lock:
         candidates = list(_converters)
     for converter in candidates:
-        if converter.direction == direction and converter.matches(obj):
-            return converter
+        if converter.direction != direction:
+            continue
+        try:
+            if converter.matches(obj):
+                return converter
+        except Exception:
+            log.debug("the %s converter's test raised", converter.label, exc_info=True)
     return None

@@ -107,7 +107,7 @@ def test_status_shows_heartbeat_gpu_figures_and_scale(shell, capsys) -> None:
     capsys.readouterr()
     shell.run_line_magic("gpu_cluster", "status")
     out = capsys.readouterr().out
-    assert "GPU cluster at tcp://127.0.0.1:" in out
+    assert "GPU cluster at tls://127.0.0.1:" in out  # TLS, the default
     assert devices[0].name in out and "%" in out
     with pytest.raises(UsageError, match=f"this cluster has {len(devices)} GPU"):
         shell.run_line_magic("gpu_cluster", f"scale {len(devices) + 1}")
@@ -115,6 +115,34 @@ def test_status_shows_heartbeat_gpu_figures_and_scale(shell, capsys) -> None:
     assert len(client.scheduler_info()["workers"]) == 1
     shell.run_line_magic("gpu_cluster", "restart")
     assert len(client.scheduler_info()["workers"]) == 1
+
+
+def _cupy_sum(n: int) -> float:
+    import cupy
+
+    return float(cupy.arange(n, dtype=cupy.float64).sum().get())
+
+
+def test_each_gpu_worker_advertises_one_gpu_and_gpu_tasks_run(shell, capsys) -> None:
+    devices = _usable()
+    client = shell.run_line_magic("gpu_cluster", "start")
+    assert client.scheduler.address.startswith("tls://")
+    assert "resources" in capsys.readouterr().out  # the summary shows them
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    assert [w["resources"] for w in workers.values()] == [{"GPU": 1}] * len(devices)
+    futures = [client.submit(_cupy_sum, 1000, resources={"GPU": 1}, pure=False) for _ in range(4)]
+    assert client.gather(futures, errors="raise") == [499500.0] * 4
+
+
+def test_resources_option_changes_and_adds(shell) -> None:
+    device = _usable()[0]
+    client = shell.run_line_magic(
+        "gpu_cluster", f"start --gpus {device.index} --resources GPU=2,MEM=2e9"
+    )
+    (worker,) = client.scheduler_info(n_workers=-1)["workers"].values()
+    assert worker["resources"] == {"GPU": 2, "MEM": 2e9}
+    future = client.submit(_cupy_sum, 10, resources={"GPU": 2, "MEM": 1e9})
+    assert future.result(timeout=60) == 45.0
 
 
 def test_stop_frees_every_worker(shell) -> None:

@@ -1,0 +1,247 @@
+"""Secure by default: who can reach a started cluster and its dashboard, decided and shown.
+
+The decisions are checked without starting anything; then, where the tests run as root (CI),
+with a real second local user: it cannot run code on a default cluster, and it can on a
+``--no-tls`` one (so the test would notice if the default stopped protecting anything).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from local_user import act_as, second_user
+from support import spawned_workers
+
+from gpudask_jupyter import cluster, local_users, registry
+from gpudask_jupyter.cluster_options import StartOptions
+from gpudask_jupyter.cluster_security import decide, is_loopback
+from gpudask_jupyter.errors import ClusterError
+
+START = "start --n-workers 1 --threads-per-worker 1 --memory-limit 1GB"
+ALONE = local_users.Others()
+SHARED = local_users.Others(accounts=("alice", "bob"))
+
+# -- who else is here: accounts and processes ----------------------------------------------------
+
+
+def _files(tmp_path: Path, passwd: str, login_defs: str = "") -> tuple[Path, Path]:
+    (tmp_path / "passwd").write_text(passwd)
+    (tmp_path / "login.defs").write_text(login_defs)
+    return tmp_path / "passwd", tmp_path / "login.defs"
+
+
+def test_other_people_are_accounts_with_a_login_shell_from_uid_min(tmp_path: Path) -> None:
+    passwd, defs = _files(
+        tmp_path,
+        "root:x:0:0:root:/root:/bin/bash\n"
+        "daemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n"
+        "me:x:1000:1000::/home/me:/bin/bash\n"
+        "alice:x:1001:1001::/home/alice:/bin/zsh\n"
+        "svc:x:1002:1002::/srv:/usr/sbin/nologin\n"
+        "locked:x:1003:1003::/:/bin/false\n"
+        "nobody:x:65534:65534::/nonexistent:/bin/sh\n"
+        "broken line\n",
+    )
+    empty = tmp_path / "proc"
+    empty.mkdir()
+    found = local_users.others(passwd, defs, empty, own_uid=1000)
+    assert found.accounts == ("alice",)
+    assert found and found.describe() == "alice"
+    alone = local_users.others(passwd, defs, empty, own_uid=1001)
+    assert alone.accounts == ("me",)
+
+
+def test_uid_min_comes_from_login_defs(tmp_path: Path) -> None:
+    passwd, defs = _files(
+        tmp_path, "old:x:600:600::/home/old:/bin/sh\n", "# comment\nUID_MIN   500\n"
+    )
+    assert local_users.uid_min(defs) == 500
+    assert local_users.others(passwd, defs, tmp_path, own_uid=0).accounts == ("old",)
+    assert local_users.uid_min(tmp_path / "missing") == local_users.DEFAULT_UID_MIN
+
+
+def test_nobody_alone_is_no_one(tmp_path: Path) -> None:
+    passwd, defs = _files(tmp_path, "nobody:x:65534:65534::/nonexistent:/bin/sh\n")
+    assert not local_users.others(passwd, defs, tmp_path, own_uid=0)
+
+
+@pytest.fixture(scope="module")
+def other() -> Iterator[pwd.struct_passwd]:
+    with second_user() as user:
+        yield user
+
+
+def test_a_real_second_user_and_its_processes_are_found(other: pwd.struct_passwd) -> None:
+    found = local_users.others()
+    assert other.pw_name in found.accounts
+    sleeper = subprocess.Popen(["sleep", "60"], user=other.pw_uid, group=other.pw_gid)
+    try:
+        time.sleep(0.2)
+        assert other.pw_name in local_users.others().running
+        empty = Path("/nonexistent-passwd")  # without its account: the process alone tells
+        assert other.pw_name not in local_users.others(passwd=empty).accounts
+        assert local_users.others(passwd=empty).running  # shown as "uid N"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+# -- what a start may do, decided before anything starts ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("localhost", True),
+        ("::1", True),
+        ("0.0.0.0", False),
+        ("10.0.0.5", False),
+        ("myhost", False),
+        ("::", False),
+    ],
+)
+def test_loopback(host: str, expected: bool) -> None:
+    assert is_loopback(host) is expected
+
+
+def test_tls_is_the_default_and_the_dashboard_follows_who_is_here() -> None:
+    alone = decide(StartOptions(), ALONE)
+    assert alone.tls and alone.dashboard == "127.0.0.1:0" and alone.warnings == ()
+    shared = decide(StartOptions(), SHARED)
+    assert shared.tls and shared.dashboard is None and shared.warnings == ()
+    assert "dashboard: off (other people use this machine: alice, bob)" in shared.reach(None)
+    assert "only holders of this cluster's own TLS certificate" in shared.reach(None)
+
+
+def test_an_explicit_dashboard_on_a_shared_machine_warns_who_can_read_it() -> None:
+    access = decide(StartOptions(dashboard_address="8787"), SHARED)
+    assert access.dashboard == "127.0.0.1:8787"
+    (warning,) = access.warnings
+    assert "no authentication" in warning and "alice, bob" in warning
+    assert "every local user (alice, bob), no authentication" in access.reach("http://x")
+
+
+def test_no_tls_warns_that_local_users_can_run_code() -> None:
+    access = decide(StartOptions(tls=False), ALONE)
+    (warning,) = access.warnings
+    assert "any local user" in warning and "run code as you" in warning
+    assert "every local user (plain TCP)" in access.reach(None)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "10.0.0.5", "myhost.example"])
+def test_plain_tcp_beyond_loopback_needs_its_own_flag(host: str) -> None:
+    with pytest.raises(ClusterError, match=rf"--host {host} without TLS.*--allow-insecure-network"):
+        decide(StartOptions(tls=False, host=host), ALONE)
+    allowed = decide(StartOptions(tls=False, host=host, allow_insecure_network=True), ALONE)
+    assert f"anyone who can reach {host}" in allowed.warnings[0]
+    assert decide(StartOptions(host=host), ALONE).tls  # with TLS: no flag needed
+
+
+def test_ucx_has_no_tls_so_it_needs_no_tls() -> None:
+    with pytest.raises(ClusterError, match=r"--protocol ucx has no TLS.*Pass --no-tls"):
+        decide(StartOptions(protocol="ucx"), ALONE)
+    assert not decide(StartOptions(protocol="ucx", tls=False), ALONE).tls
+
+
+# -- in a real shell ------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _cpu_only() -> None:
+    from gpudask_jupyter import nvml
+
+    if nvml.status().available:
+        pytest.skip("these tests start the CPU fallback; this machine has a GPU")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("start --no-tls --host 0.0.0.0", "--host 0.0.0.0 without TLS would let anyone"),
+        ("start --protocol ucx", "--protocol ucx has no TLS"),
+    ],
+)
+def test_refusals_start_nothing(shell, line: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        shell.run_line_magic("gpu_cluster", line)
+    assert cluster.current() is None and spawned_workers() == []
+
+
+def test_shared_machine_option_decides_the_dashboard(shell, capsys) -> None:
+    shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'true'")
+    shell.run_line_magic("gpu_cluster", START)
+    out = capsys.readouterr().out
+    assert cluster.current().dashboard_link is None
+    assert "dashboard: off (other people use this machine: the shared-machine option" in out
+    assert "who can reach it: cluster: only holders of this cluster's own TLS" in out
+    shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'false'")
+    shell.run_line_magic("gpu_cluster", START + " --replace")
+    assert cluster.current().dashboard_link.startswith("http://127.0.0.1:")
+
+
+# -- a real second local user ---------------------------------------------------------------------
+
+
+def test_another_user_cannot_use_a_default_cluster(
+    shell, other: pwd.struct_passwd, runtime_dir: Path
+) -> None:
+    shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'auto'")
+    client = shell.run_line_magic("gpu_cluster", START)
+    (entry,) = registry.read_all(runtime_dir).values()
+    assert entry.tls is not None
+    http = cluster.current().cluster.scheduler.http_server.port
+    result = act_as(
+        other,
+        address=client.scheduler.address,
+        own_certificate=True,
+        read=list(entry.tls.values()),
+        url=f"http://127.0.0.1:{http}/json/identity.json",
+    )
+    assert "ran_as" not in result, result
+    assert "TLS" in str(result.get("error")), result  # refused at the handshake
+    assert set(result["read"].values()) == {"PermissionError"}  # type: ignore[union-attr]
+    assert result["http"] == 404  # no dashboard, no JSON: only a health check
+    assert client.submit(os.getuid).result() == os.getuid()  # the owner still can
+
+
+def test_another_user_can_use_a_no_tls_cluster(shell, other: pwd.struct_passwd) -> None:
+    """The other side: without TLS the same attempt succeeds, so the test above can fail."""
+    client = shell.run_line_magic("gpu_cluster", START + " --no-tls --dashboard-address 0")
+    dashboard = cluster.current().dashboard_link
+    result = act_as(other, address=client.scheduler.address, url=dashboard)
+    assert result.get("ran_as") == os.getuid(), result  # its code ran as the notebook's user
+    assert result["http"] == 200  # and it read the dashboard
+
+
+def _http_status(url: str) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_without_a_dashboard_the_http_ports_answer_only_health(shell) -> None:
+    shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'true'")
+    client = shell.run_line_magic("gpu_cluster", START)
+    shell.run_line_magic("gpu_cluster", "scale 2")  # nannies made later get the same routes
+    ports = [cluster.current().cluster.scheduler.http_server.port]
+    ports += [w["services"]["dashboard"] for w in client.scheduler_info()["workers"].values()]
+    assert len(ports) == 3
+    for port in ports:
+        base = f"http://127.0.0.1:{port}"
+        assert _http_status(f"{base}/health") == 200
+        for page in ("/metrics", "/json/identity.json", "/info/main/workers.html", "/status"):
+            assert _http_status(base + page) == 404, base + page
