@@ -45,7 +45,7 @@ def test_the_panel_magic_prints_a_snapshot_and_starts_nothing(shell, capsys) -> 
             break
         time.sleep(0.3)
     assert sum(held) == 6, out
-    assert out.startswith("GPU Dask panel: cluster running, cpu, scheduler tcp://127.0.0.1:")
+    assert out.startswith("GPU Dask panel: cluster running, cpu, scheduler tls://127.0.0.1:")
     assert "Workers (2):" in out
     assert "Progress by task prefix:\n  lambda: 6 / 6 done" in out
     assert _samplers() == 0
