@@ -239,6 +239,11 @@ def stop() -> None:
     action="store_true",
     help="also list your GPU processes (other users' only as a count)",
 )
+@ma.argument(
+    "--text",
+    action="store_true",
+    help="print a text snapshot instead of the live widget (what a terminal gets anyway)",
+)
 def panel() -> None:
     """Show the live panel: every GPU's utilisation and memory, the task stream and progress.
 
@@ -299,6 +304,20 @@ _QUIET = ma.argument("-q", "--quiet", action="store_true", help="no summary tabl
     action="store_true",
     help="fail instead of leaving data on the host when no GPU is usable",
 )
+@ma.argument(
+    "--distribute",
+    action="store_true",
+    help="spread pandas / NumPy objects over every worker of the kernel's cluster as persisted "
+    "dask-cuDF / CuPy-backed collections (pandas / NumPy partitions on CPU workers), each worker "
+    "building its own partitions",
+)
+@ma.argument(
+    "--npartitions",
+    type=arg_types.positive_int,
+    metavar="N",
+    help="with --distribute: this many partitions (default: about 512 MiB each, at least one "
+    "per worker)",
+)
 def to_gpu() -> None:
     """Run the cell, then move the pandas / NumPy / Dask objects it created onto the GPU.
 
@@ -311,6 +330,12 @@ def to_gpu() -> None:
 @_NAMES
 @_EXCLUDE
 @_QUIET
+@ma.argument(
+    "--gather",
+    action="store_true",
+    help="bring Dask collections back as one pandas / NumPy object each (computed on the "
+    "cluster first if not persisted); cuDF / CuPy objects move as without --gather",
+)
 def to_cpu() -> None:
     """Run the cell, then move the cuDF / CuPy / GPU-backed Dask objects it created to the host.
 

@@ -18,7 +18,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Float, Integer, Unicode, observe
 
-from . import config, errors, magic_args
+from . import config, errors, magic_args, units
 from .errors import GpuDaskError
 
 if TYPE_CHECKING:
@@ -60,33 +60,66 @@ def _display(obj: Any) -> None:
     display(obj)
 
 
+def _option_trait(option: config.Option) -> Any:
+    """The ``%config`` trait of an option: typed where the value is a flag, a count or seconds,
+    text otherwise (sizes such as ``512MiB``); ``None`` means "not set in this kernel"."""
+    default = option.default_value
+    kind: Any = Unicode
+    if option.parse is units.parse_seconds:
+        kind = Float
+    elif isinstance(default, bool):
+        kind = Bool
+    elif isinstance(default, int) and option.parse is not units.parse_bytes:
+        kind = Integer
+    return kind(None, allow_none=True, help=option.doc).tag(config=True)
+
+
+def _check_move_arguments(args: argparse.Namespace) -> None:
+    """Refuse what cannot be combined or does not exist, before the cell runs."""
+    device = getattr(args, "device", None)
+    if getattr(args, "npartitions", None) is not None and not args.distribute:
+        raise UsageError("--npartitions goes with --distribute")
+    if device is None:
+        return
+    if getattr(args, "distribute", False):
+        raise UsageError(
+            "--device and --distribute exclude each other: --distribute uses every worker's own GPU"
+        )
+    from .convert.availability import device_count
+
+    count = device_count()
+    if count and device >= count:
+        raise UsageError(f"--device {device}: this machine has GPUs 0–{count - 1}")
+
+
+def _convert(
+    args: argparse.Namespace, direction: Direction, namespace: Any, names: list[str]
+) -> Any:
+    """The conversion the flags ask for: onto the kernel's GPU, spread over the cluster's
+    workers (``--distribute``) or gathered from them (``--gather``)."""
+    asked = True if getattr(args, "require_gpu", False) else None  # %%to_cpu has no flag
+    require = config.require_gpu(asked)
+    if getattr(args, "distribute", False):
+        from .convert.distribute import distribute_names
+
+        return distribute_names(namespace, names, npartitions=args.npartitions, require_gpu=require)
+    if getattr(args, "gather", False):
+        from .convert.distribute import gather_names
+
+        return gather_names(namespace, names)
+    from .convert import convert_names
+
+    return convert_names(
+        namespace, names, direction, device=getattr(args, "device", None), require_gpu=require
+    )
+
+
 @magics_class
 class GpuDaskMagics(Magics):
     """``%gpu_cluster``; options settable with ``%config GpuDaskMagics.<option> = value``."""
 
-    require_gpu = Bool(None, allow_none=True, help=config.OPTIONS["require-gpu"].doc).tag(
-        config=True
-    )
-    nvml = Bool(None, allow_none=True, help=config.OPTIONS["nvml"].doc).tag(config=True)
-    shared_machine = Unicode(None, allow_none=True, help=config.OPTIONS["shared-machine"].doc).tag(
-        config=True
-    )
-    startup_timeout = Float(None, allow_none=True, help=config.OPTIONS["startup-timeout"].doc).tag(
-        config=True
-    )
-    pinned_buffer = Unicode(None, allow_none=True, help=config.OPTIONS["pinned-buffer"].doc).tag(
-        config=True
-    )
-    transfer_threshold = Unicode(
-        None, allow_none=True, help=config.OPTIONS["transfer-threshold"].doc
-    ).tag(config=True)
-    transfer_threads = Integer(
-        None, allow_none=True, help=config.OPTIONS["transfer-threads"].doc
-    ).tag(config=True)
-    refresh_interval = Float(
-        None, allow_none=True, help=config.OPTIONS["refresh-interval"].doc
-    ).tag(config=True)
-    history = Float(None, allow_none=True, help=config.OPTIONS["history"].doc).tag(config=True)
+    # one trait per option of config.OPTIONS, so a new option is settable with %config at once
+    locals().update({option.attr: _option_trait(option) for option in config.OPTIONS.values()})
 
     @observe(*(option.attr for option in config.OPTIONS.values()))
     def _option_changed(self, change: dict[str, Any]) -> None:
@@ -212,7 +245,7 @@ class GpuDaskMagics(Magics):
             options["interval"] = args.interval
         if args.history is not None:
             options["history"] = args.history
-        show_panel(**options)
+        show_panel(text=True if args.text else None, **options)
 
     @_subcommand(magic_args.config)
     def _config(self, args: argparse.Namespace) -> None:
@@ -241,19 +274,13 @@ class GpuDaskMagics(Magics):
     to_cpu.__doc__ = magic_args.to_cpu.__doc__
 
     def _move(self, spec: magic_args.Spec, direction: Direction, line: str, cell: str) -> None:
-        from .convert import convert_names, notice_once
+        from .convert import notice_once
         from .convert.namespace import Snapshot
 
         args = magic_args.parse(spec, line)
         if args is None:
             return
-        device = getattr(args, "device", None)
-        if device is not None:
-            from .convert.availability import device_count
-
-            count = device_count()
-            if count and device >= count:
-                raise UsageError(f"--device {device}: this machine has GPUs 0–{count - 1}")
+        _check_move_arguments(args)
         namespace = self.shell.user_ns
         before = Snapshot(namespace)
         result = self.shell.run_cell(cell, store_history=False)
@@ -267,11 +294,8 @@ class GpuDaskMagics(Magics):
         else:
             names = before.changed(namespace)
         names = [name for name in names if name not in set(args.exclude)]
-        asked = True if getattr(args, "require_gpu", False) else None  # %%to_cpu has no flag
         try:
-            report, unavailable = convert_names(
-                namespace, names, direction, device=device, require_gpu=config.require_gpu(asked)
-            )
+            report, unavailable = _convert(args, direction, namespace, names)
         except GpuDaskError as err:
             raise _user_error(err) from None
         for why in dict.fromkeys(unavailable):
