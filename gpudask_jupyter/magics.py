@@ -18,7 +18,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Float, Integer, Unicode, observe
 
-from . import config, errors, magic_args, units
+from . import cell_magic_args, config, errors, magic_args, units
 from .errors import GpuDaskError
 
 if TYPE_CHECKING:
@@ -264,14 +264,14 @@ class GpuDaskMagics(Magics):
 
     @cell_magic
     def to_gpu(self, line: str, cell: str) -> None:
-        self._move(magic_args.to_gpu, "gpu", line, cell)
+        self._move(cell_magic_args.to_gpu, "gpu", line, cell)
 
     @cell_magic
     def to_cpu(self, line: str, cell: str) -> None:
-        self._move(magic_args.to_cpu, "cpu", line, cell)
+        self._move(cell_magic_args.to_cpu, "cpu", line, cell)
 
-    to_gpu.__doc__ = magic_args.to_gpu.__doc__
-    to_cpu.__doc__ = magic_args.to_cpu.__doc__
+    to_gpu.__doc__ = cell_magic_args.to_gpu.__doc__
+    to_cpu.__doc__ = cell_magic_args.to_cpu.__doc__
 
     def _move(self, spec: magic_args.Spec, direction: Direction, line: str, cell: str) -> None:
         from .convert import notice_once
