@@ -58,12 +58,15 @@ def shell() -> Iterator[object]:
     from IPython.core.interactiveshell import InteractiveShell
 
     ip = InteractiveShell.instance()
+    before = set(ip.user_ns)
     ip.run_line_magic("load_ext", "gpudask_jupyter")
     try:
         yield ip
     finally:
         ip.run_line_magic("unload_ext", "gpudask_jupyter")
         ip.config.pop("GpuDaskMagics", None)  # %config persists in a shell; not across tests
+        for name in set(ip.user_ns) - before:  # so would the variables a test's cells made
+            del ip.user_ns[name]
 
 
 @pytest.fixture
