@@ -153,7 +153,7 @@ describe('anywidget front end', () => {
 
   it('says bye, and removes its listeners and its DOM, on cleanup', () => {
     const { model, el, cleanup } = mount();
-    expect(model.listeners()).toBe(7); // messages, 4 traits, comm:close, comm_live_update
+    expect(model.listeners()).toBe(6); // messages, 4 traits, comm:close
     (cleanup as () => void)();
     expect(model.sent.at(-1)).toEqual({ type: 'bye' });
     expect(model.listeners()).toBe(0);

@@ -1,8 +1,10 @@
 /**
  * Whether the widget's kernel is still there, from what the widget front end lets us see: the
- * model's comm closing ("comm:close") or going stale ("comm_live_update", which ipywidgets fires
- * when the kernel restarts), and the kernel's status where the widget manager exposes the kernel
- * (JupyterLab, Notebook 7). The frame watchdog of the view covers hosts that show neither.
+ * model's comm closing ("comm:close": the kernel closed the panel, or shut down), and the
+ * kernel's status where the widget manager exposes the kernel (JupyterLab, Notebook 7: it says
+ * "restarting" at once). The frame watchdog of the view covers hosts that show neither.
+ * ("comm_live_update" is not used: ipywidgets fires it for a live comm too, and the proxy
+ * anywidget gives a view cannot read which.)
  */
 import { Liveness, LIVE, kernelStatusText } from '../view/liveness';
 
@@ -64,7 +66,6 @@ export function watchKernel(
     onChange({ kind: 'gone', text: CLOSED_TEXT, at: now() });
   };
   model.on('comm:close', closed);
-  model.on('comm_live_update', closed);
   const kernel = managerKernel(model);
   const onStatus = (_: unknown, status: string): void => {
     const text = kernelStatusText(status);
@@ -92,7 +93,6 @@ export function watchKernel(
   }
   return () => {
     model.off('comm:close', closed);
-    model.off('comm_live_update', closed);
     kernel?.statusChanged?.disconnect(onStatus);
     if (isSignal<string>(kernel?.connectionStatusChanged)) {
       kernel.connectionStatusChanged.disconnect(onConnection);

@@ -32,7 +32,7 @@ export class ActionBar {
   readonly status = el('div', 'gpudask-action-status');
   private readonly buttons = new Map<ActionName, HTMLButtonElement>();
   private readonly scaleBox = el('span', 'gpudask-scale');
-  private readonly workers = el('input', 'gpudask-scale-input jp-mod-styled');
+  private readonly workers = el('input', 'gpudask-scale-input');
   private statusKey = '';
   private shownWorkers: number | null = null;
 

@@ -43,8 +43,8 @@ export function parseInterval(text: string, current: number): number {
 
 export class ControlsSection {
   readonly node = el('div', 'gpudask-controls');
-  private readonly interval = el('input', 'gpudask-interval jp-mod-styled');
-  private readonly history = el('select', 'gpudask-history-length jp-mod-styled');
+  private readonly interval = el('input', 'gpudask-interval');
+  private readonly history = el('select', 'gpudask-history-length');
   private readonly pause = el('button', 'jp-Button jp-mod-styled gpudask-button gpudask-pause');
   private readonly processes = el('input', 'gpudask-show-processes');
 

@@ -121,6 +121,9 @@ export class RecentWork {
         name.append(swatch(row.color), document.createTextNode(row.name));
         name.title = row.name;
         line.append(name, el('span', 'gpudask-recent-facts', recentText(row)));
+        if (row.errors === row.count) {
+          name.firstElementChild?.classList.add('gpudask-swatch-error'); // only failures: black
+        }
         return line;
       })
     );

@@ -10,20 +10,13 @@
 import { ActionName, ActionResult } from './actions';
 import { ChartEvents, Theme, readTheme } from './charts';
 import { ActionHost, ClusterActions } from './clusteractions';
-import { ClusterLine } from './cluster';
 import { PrefixColors } from './colors';
-import { Controls, ControlsSection, DEFAULT_CONTROLS, normalizeControls } from './controls';
-import { DevicesSection } from './devices';
+import { Controls, DEFAULT_CONTROLS, normalizeControls } from './controls';
 import { el } from './dom';
-import { GpuCharts, gpuColor } from './gpucharts';
-import { Legend, RecentWork } from './legend';
 import { FrameWatchdog, LIVE, Liveness } from './liveness';
-import { MessagesSection, statusLines } from './messages';
-import { ProcessesSection } from './processes';
-import { ProgressSection } from './progress';
+import { Sections } from './sections';
 import { ViewState, applyFrame, clearStopped, emptyState, markStopped } from './state';
 import { injectStyle } from './style';
-import { TaskChart } from './taskchart';
 import {
   TimeRange,
   WindowMode,
@@ -32,8 +25,7 @@ import {
   visibleRange,
   zoomRange
 } from './timewindow';
-import { WindowBar } from './windowbar';
-import { COMPACT_WIDTH, WorkersSection } from './workers';
+import { COMPACT_WIDTH } from './workers';
 
 export type { Controls } from './controls';
 export type { ActionHost } from './clusteractions';
@@ -43,6 +35,8 @@ export const DEFAULT_CLUSTER_HINT =
 
 /** Width before layout (a hidden sidebar, jsdom): redrawn when the real size is known. */
 const FALLBACK_WIDTH = 600;
+/** Below this width a GPU's facts take a block each instead of one line. */
+const NARROW_WIDTH = 640;
 let views = 0;
 
 export interface ViewOptions {
@@ -74,19 +68,9 @@ export class GpuDaskView {
   private readonly watchdog: FrameWatchdog | null;
   private readonly colors = new PrefixColors();
 
-  private readonly cluster: ClusterLine;
+  private theme: Theme = { fg: '#333', grid: 'rgba(128, 128, 128, 0.3)' };
   private readonly actions: ClusterActions;
-  private readonly messages = new MessagesSection();
-  private readonly controlsSection: ControlsSection;
-  private readonly devices = new DevicesSection();
-  private readonly processes = new ProcessesSection();
-  private readonly windowBar: WindowBar;
-  private readonly gpuCharts: GpuCharts;
-  private readonly stream: TaskChart;
-  private readonly legend = new Legend();
-  private readonly progress = new ProgressSection();
-  private readonly recent = new RecentWork();
-  private readonly workers = new WorkersSection();
+  private readonly sections: Sections;
 
   constructor(container: HTMLElement, options: ViewOptions = {}) {
     const signal = this.abort.signal;
@@ -94,52 +78,43 @@ export class GpuDaskView {
     this.clusterHint =
       options.clusterHint === undefined ? DEFAULT_CLUSTER_HINT : options.clusterHint;
     const onControl = options.onControl ?? (() => undefined);
-    this.controlsSection = new ControlsSection(
-      () => this.controls,
-      change => !this.disposed && onControl(change),
-      signal
-    );
-    this.cluster = new ClusterLine(() => this.clear(), signal);
     this.actions = new ClusterActions(
       () => this.schedule(),
       options.onActionDone ?? (() => undefined),
       signal
     );
-    this.windowBar = new WindowBar(mode => this.setWindow(mode), signal);
-    const chartParts = {
-      range: () => this.range,
-      theme: () => this.theme,
-      syncKey: `gpudask-${++views}`,
-      events: this.chartEvents(),
-      signal
-    };
-    this.gpuCharts = new GpuCharts(chartParts);
-    this.stream = new TaskChart(chartParts);
-    this.stream.node.append(this.legend.node);
+    this.sections = new Sections({
+      signal,
+      controls: () => this.controls,
+      onControl: change => !this.disposed && onControl(change),
+      onClear: () => this.clear(),
+      onWindow: mode => this.setWindow(mode),
+      actions: this.actions,
+      chartParts: {
+        range: () => this.range,
+        theme: () => this.theme,
+        syncKey: `gpudask-${++views}`,
+        events: this.chartEvents(),
+        signal
+      }
+    });
     this.watchdog = options.watchFrames
       ? new FrameWatchdog({ onChange: l => this.setLiveness(l, true) })
       : null;
-
-    const header = el('div', 'gpudask-header');
-    header.append(this.cluster.node, this.actions.bar.node, this.actions.bar.status);
-    this.root.append(
-      header,
-      this.messages.node,
-      this.controlsSection.node,
-      this.devices.node,
-      this.processes.node,
-      this.windowBar.node,
-      this.gpuCharts.node,
-      this.stream.node,
-      this.progress.node,
-      this.recent.node,
-      this.workers.node
-    );
+    this.root.append(...this.sections.nodes);
     injectStyle(container.ownerDocument);
     container.append(this.root);
 
     if (typeof ResizeObserver !== 'undefined') {
-      this.resizeObserver = new ResizeObserver(() => this.schedule());
+      // a new width redraws the charts; a new height (the content's own) does not
+      let observed = -1;
+      this.resizeObserver = new ResizeObserver(entries => {
+        const width = entries[0]?.contentRect.width ?? -1;
+        if (width !== observed) {
+          observed = width;
+          this.schedule();
+        }
+      });
       this.resizeObserver.observe(this.root);
     }
     this.watchdog?.start(this.controls.interval);
@@ -164,7 +139,7 @@ export class GpuDaskView {
 
   /** The task tooltip's text ("" when none is shown). */
   get hoverText(): string {
-    return this.stream.hoverText;
+    return this.sections.hoverText;
   }
 
   /** Apply a frame; false when it was ignored (paused, gone or disposed). */
@@ -270,12 +245,9 @@ export class GpuDaskView {
     }
     this.resizeObserver?.disconnect();
     this.resizeObserver = null;
-    this.gpuCharts.destroy();
-    this.stream.destroy();
+    this.sections.destroy();
     this.root.remove();
   }
-
-  private theme: Theme = { fg: '#333', grid: 'rgba(128, 128, 128, 0.3)' };
 
   private chartEvents(): ChartEvents {
     return {
@@ -311,53 +283,38 @@ export class GpuDaskView {
     const { state, controls } = this;
     const width = Math.max(0, this.root.clientWidth - 12) || FALLBACK_WIDTH;
     const compact = width < COMPACT_WIDTH - 12;
-    this.root.classList.toggle('gpudask-compact', compact);
     const stopped = state.cluster?.state === 'stopped';
+    this.root.classList.toggle('gpudask-compact', compact);
+    this.root.classList.toggle('gpudask-narrow', width < NARROW_WIDTH);
     this.root.classList.toggle('gpudask-stopped', stopped);
     this.theme = readTheme(this.root);
 
     const now = state.time ?? Date.now() / 1000;
     // a stopped cluster's work stays in reach however old it is
-    const history = stopped ? Infinity : state.history;
-    this.range = visibleRange(this.mode, now, state.tasks, Math.min(history, now));
-    const colors = this.colors.update(state.tasks);
-    const rects = tasksInRange(state.tasks, this.range);
-
-    this.cluster.update(state.cluster, state.workers.length, this.clusterHint);
-    this.actions.show(state.cluster, state.workers.length, Date.now() / 1000);
-    this.messages.update(
-      statusLines(state, {
-        host: this.hostMessages,
-        paused: controls.paused,
-        liveness: this.liveness
-      })
-    );
-    this.controlsSection.show(controls);
-    const devices = this.devices.update(state.devices, state.samples, gpuColor);
-    this.processes.update(controls.processes, state.processes, state.devices, state.nvml);
-    const lines = this.gpuCharts.update(state, state.devices, width);
-    // no cluster and nothing drawn: an empty stream says nothing the status line does not
-    const noStream = state.cluster === null && state.tasks.length === 0;
-    this.stream.node.hidden = noStream;
-    this.windowBar.node.hidden = noStream && devices === 0;
-    this.windowBar.show(this.mode, this.range);
-    const drawn = noStream
-      ? { rects: 0, lanes: 0 }
-      : this.stream.update(rects, state.workers, colors, width);
-    this.legend.update(rects, colors);
-    this.progress.update(state.progress, colors);
-    this.recent.update(rects, colors);
-    const layout = this.workers.update(state.workers, width);
+    const history = stopped ? now : state.history;
+    this.range = visibleRange(this.mode, now, state.tasks, history);
+    const drawn = this.sections.paint({
+      state,
+      controls,
+      hostMessages: this.hostMessages,
+      clusterHint: this.clusterHint,
+      liveness: this.liveness,
+      mode: this.mode,
+      range: this.range,
+      width,
+      colors: this.colors.update(state.tasks),
+      rects: tasksInRange(state.tasks, this.range)
+    });
 
     const data = this.root.dataset;
-    data.devices = String(devices);
-    data.gpuLines = String(lines);
+    data.devices = String(drawn.devices);
+    data.gpuLines = String(drawn.gpuLines);
     data.taskRects = String(drawn.rects);
     data.lanes = String(drawn.lanes);
     data.frames = String(state.frames);
     data.state = controls.paused ? 'paused' : state.frames === 0 ? 'empty' : 'live';
     data.liveness = this.liveness.kind;
-    data.layout = compact || layout === 'cards' ? 'compact' : 'wide';
+    data.layout = compact || drawn.workerLayout === 'cards' ? 'compact' : 'wide';
     data.window = this.mode.kind;
   }
 }

@@ -67,6 +67,7 @@ export const CSS = `
 .gpudask-cluster[data-level='stopped'] { border-left-style: dashed; }
 .gpudask-cluster-text { min-width: 0; }
 .gpudask-dashboard { color: var(--jp-content-link-color, inherit); text-decoration: underline; }
+.gpudask-toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 6px 24px; }
 .gpudask-actionbar, .gpudask-controls, .gpudask-windowbar {
   display: flex; flex-wrap: wrap; align-items: center; gap: 6px 8px;
 }
@@ -123,11 +124,20 @@ export const CSS = `
 .gpudask-message.gpudask-warn { border-left-color: var(--gpudask-warn); }
 .gpudask-message.gpudask-error { border-left-color: var(--gpudask-error); font-weight: 600; }
 
-/* GPUs now */
-.gpudask-devices { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr)); gap: 8px 16px; }
-.gpudask-compact .gpudask-devices { grid-template-columns: minmax(0, 1fr); }
-.gpudask-device { min-width: 0; border-top: 1px solid var(--gpudask-border); padding-top: 4px; }
-.gpudask-device-head { display: flex; align-items: baseline; gap: 6px; min-width: 0; }
+/* GPUs now: one line per GPU where there is room, a block per GPU in a sidebar */
+.gpudask-devices { display: flex; flex-direction: column; gap: 4px; }
+.gpudask-device {
+  min-width: 0; border-top: 1px solid var(--gpudask-border); padding-top: 4px;
+  display: grid; grid-template-columns: minmax(9em, 15em) minmax(0, 1fr) minmax(0, 1.6fr) minmax(9em, 15em);
+  column-gap: 12px; align-items: end;
+}
+.gpudask-device .gpudask-bars { display: contents; }
+.gpudask-device-head { align-self: center; }
+.gpudask-compact .gpudask-device, .gpudask-narrow .gpudask-device { display: block; }
+.gpudask-compact .gpudask-device .gpudask-bars, .gpudask-narrow .gpudask-device .gpudask-bars {
+  display: grid;
+}
+.gpudask-device-head { display: flex; align-items: baseline; flex-wrap: wrap; gap: 0 6px; min-width: 0; }
 .gpudask-device-title { font-weight: 600; white-space: nowrap; }
 .gpudask-device-name, .gpudask-prefix, .gpudask-worker-name {
   min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;

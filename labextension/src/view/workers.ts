@@ -94,6 +94,15 @@ function nameNode(tag: 'td' | 'div', w: WorkerInfo): HTMLElement {
   return node;
 }
 
+/** The worker's address and counts as data attributes (what tests compare with the scheduler). */
+function tag(node: HTMLElement, w: WorkerInfo): HTMLElement {
+  node.dataset.address = w.address;
+  node.dataset.executing = String(w.executing);
+  node.dataset.ready = String(w.ready);
+  node.dataset.inMemory = String(w.in_memory);
+  return node;
+}
+
 function tableOf(workers: WorkerInfo[]): HTMLTableElement {
   const columns = visibleColumns(workers);
   const table = el('table', 'gpudask-worker-table');
@@ -102,7 +111,7 @@ function tableOf(workers: WorkerInfo[]): HTMLTableElement {
   const body = el('tbody');
   body.append(
     ...workers.map(w => {
-      const row = el('tr');
+      const row = tag(el('tr', 'gpudask-worker'), w);
       row.append(
         ...columns.map(c =>
           c.heading === 'Worker' ? nameNode('td', w) : cellNode('td', c.cell(w))
@@ -118,7 +127,7 @@ function tableOf(workers: WorkerInfo[]): HTMLTableElement {
 }
 
 function cardOf(w: WorkerInfo): HTMLElement {
-  const card = el('div', 'gpudask-worker-card');
+  const card = tag(el('div', 'gpudask-worker gpudask-worker-card'), w);
   const host = w.host ? ` · ${w.host}` : '';
   const title = nameNode('div', w);
   title.append(el('span', 'gpudask-muted', host));
