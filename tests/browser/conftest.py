@@ -131,6 +131,61 @@ def replay_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     )
 
 
+VOILA_CELLS = ["import replay\nreplay.replay_widget()"]
+
+
+@pytest.fixture(scope="module")
+def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Voila serving one notebook that shows the panel widget fed from a recording; yields the
+    page's URL. The lab extension of this checkout is on its path, as in JupyterLab."""
+    from support import free_port
+
+    import gpudask_jupyter
+
+    base = tmp_path_factory.mktemp("voila")
+    data = base / "data" / "labextensions"
+    data.mkdir(parents=True)
+    # a copy: Voila's static handler refuses files a symbolic link leads out of its paths
+    built = Path(gpudask_jupyter.__file__).parent / "labextension"
+    shutil.copytree(built, data / "gpudask-jupyter")
+    notebook = Lab("", "", base, base / "voila.log", "").notebook("voila.ipynb", VOILA_CELLS)
+    del notebook
+    here = str(Path(__file__).parent)
+    env = dict(
+        os.environ,
+        JUPYTER_PATH=str(base / "data"),
+        JUPYTER_RUNTIME_DIR=str(base),
+        PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    port = free_port()
+    log = base / "voila.log"
+    args = [sys.executable, "-m", "voila", str(base / "voila.ipynb"), "--no-browser"]
+    args += [f"--port={port}", "--Voila.ip=127.0.0.1"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}voila/static/voila.js", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("voila did not start:\n" + log.read_text()) from None
+            time.sleep(0.5)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(log, ARTIFACTS / log.name)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
