@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { Widget } from '@lumino/widgets';
-import { openInShell } from '../src/lab/open';
+import { giveRoom, openInShell } from '../src/lab/open';
 
 /** A shell with the given areas; "main" ignores a second widget, as Notebook 7's does. */
 function shell(areas: string[], mainTaken = false) {
@@ -42,5 +42,26 @@ describe('Open panel', () => {
     const none = shell([], true);
     expect(openInShell(none.shell, none.widget, false)).toBeNull();
     expect(none.activated).toEqual([]);
+  });
+});
+
+describe('room for the down area', () => {
+  it('gives the split child holding the panel a share of the split', () => {
+    let sizes = [1, 0];
+    const split = {
+      widgets: [] as unknown[],
+      relativeSizes: () => sizes,
+      setRelativeSizes: (next: number[]) => (sizes = next),
+      parent: null
+    };
+    const area = { parent: split };
+    split.widgets.push({}, area);
+    const widget = { parent: { parent: area } } as unknown as Widget;
+    giveRoom(widget);
+    expect(sizes[1]).toBeCloseTo(0.45);
+    expect(sizes[0]).toBeCloseTo(0.55);
+    giveRoom(widget); // enough room already: left alone
+    expect(sizes[1]).toBeCloseTo(0.45);
+    giveRoom({ parent: null } as unknown as Widget); // no split: nothing to do
   });
 });

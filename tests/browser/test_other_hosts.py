@@ -43,6 +43,8 @@ def test_notebook_7_panel_sidebar_and_open_panel(notebook7: Lab, page: Any) -> N
     page.locator("#gpudask-sidebar .gpudask-open").click()
     page.wait_for_selector("#gpudask-main-panel .gpudask-view", timeout=30_000)
     wait_drawn(page, "#gpudask-main-panel")
+    height = page.evaluate("() => document.querySelector('#gpudask-main-panel').offsetHeight")
+    assert height > 200, f"the panel opened {height} px high"
     messages = page.locator("#gpudask-sidebar .gpudask-messages").inner_text()
     assert "no area" not in messages
     shot(page, "notebook7-open-panel")

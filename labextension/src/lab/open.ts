@@ -30,8 +30,47 @@ export function openInShell(
     }
     if (widget.isAttached) {
       shell.activateById(widget.id);
+      if (area === 'down') {
+        giveRoom(widget);
+      }
       return area;
     }
   }
   return null;
+}
+
+interface SplitLike {
+  widgets: readonly Widget[];
+  relativeSizes(): number[];
+  setRelativeSizes(sizes: number[]): void;
+}
+
+function isSplit(value: unknown): value is SplitLike {
+  const v = value as Partial<SplitLike> | null;
+  return !!v && typeof v.setRelativeSizes === 'function' && typeof v.relativeSizes === 'function';
+}
+
+/**
+ * Notebook 7 opens its down area collapsed to the tab: give the area holding `widget` at least
+ * `share` of the split it is in (a Lumino SplitPanel; left alone when there is none).
+ */
+export function giveRoom(widget: Widget, share = 0.45): void {
+  let child: Widget = widget;
+  let parent = widget.parent;
+  while (parent && !isSplit(parent)) {
+    child = parent;
+    parent = parent.parent;
+  }
+  if (!parent || !isSplit(parent)) {
+    return;
+  }
+  const index = parent.widgets.indexOf(child);
+  const sizes = parent.relativeSizes();
+  if (index < 0 || sizes.length < 2 || sizes[index] >= share) {
+    return;
+  }
+  const rest = sizes.reduce((sum, size, i) => (i === index ? sum : sum + size), 0) || 1;
+  parent.setRelativeSizes(
+    sizes.map((size, i) => (i === index ? share : (size / rest) * (1 - share)))
+  );
 }
