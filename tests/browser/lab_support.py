@@ -166,10 +166,12 @@ def set_theme(page: Any, lab: Lab, dark: bool) -> None:
     name = "JupyterLab Dark" if dark else "JupyterLab Light"
     (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": name}))
     # save first: the widget outputs come back with the notebook, their models from the kernel
-    page.locator(".jp-NotebookPanel").first.click()
+    page.locator(".jp-NotebookPanel .jp-InputPrompt").first.click()  # not a button of a view
     page.keyboard.press("Escape")
     page.keyboard.press("Control+s")
-    page.wait_for_timeout(1500)
+    page.wait_for_function(
+        "() => !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')", timeout=30_000
+    )
     page.reload()
     page.wait_for_function(
         "light => document.body.dataset.jpThemeLight === light",

@@ -76,6 +76,11 @@ def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: An
     page.locator(f"{PANEL} .gpudask-view").first.scroll_into_view_if_needed()
     _element_shot(page, f"{PANEL} .gpudask-view", "panel-light")
     assert axe_violations(page, f"{PANEL} .gpudask-view") == []
+    page.set_viewport_size({"width": 1100, "height": 1800})  # the README's picture: docs/panel.png
+    page.wait_for_timeout(1000)
+    _no_sideways_scroll(page, f"{PANEL} .gpudask-view")
+    _element_shot(page, f"{PANEL} .gpudask-view", "panel-light-1100")
+    page.set_viewport_size({"width": 1600, "height": 1800})
 
     # the sidebar, fed by the replaying server extension
     _open_sidebar(page)
@@ -98,7 +103,7 @@ def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: An
     assert axe_violations(page, SIDEBAR) == []
 
     set_theme(page, replay_lab, dark=True)
-    wait_drawn(page, PANEL, gpu_lines=gpus)
+    wait_drawn(page, PANEL, gpu_lines=gpus, timeout=120_000)
     _open_sidebar(page)
     wait_drawn(page, SIDEBAR, gpu_lines=gpus)
     sidebar_width(page, 250)
