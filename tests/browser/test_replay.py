@@ -76,10 +76,10 @@ def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: An
     page.locator(f"{PANEL} .gpudask-view").first.scroll_into_view_if_needed()
     _element_shot(page, f"{PANEL} .gpudask-view", "panel-light")
     assert axe_violations(page, f"{PANEL} .gpudask-view") == []
-    page.set_viewport_size({"width": 1100, "height": 1800})  # the README's picture: docs/panel.png
+    page.set_viewport_size({"width": 1400, "height": 1800})  # the README's picture: docs/panel.png
     page.wait_for_timeout(1000)
     _no_sideways_scroll(page, f"{PANEL} .gpudask-view")
-    _element_shot(page, f"{PANEL} .gpudask-view", "panel-light-1100")
+    _element_shot(page, f"{PANEL} .gpudask-view", "panel-light-1400")
     page.set_viewport_size({"width": 1600, "height": 1800})
 
     # the sidebar, fed by the replaying server extension

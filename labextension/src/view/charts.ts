@@ -14,7 +14,7 @@ export const X_AXIS_SIZE = 24;
 export const FONT = '11px system-ui, sans-serif';
 /** [top, right, bottom, left] of every chart. */
 export const PADDING_TOP = 6;
-export const PADDING: uPlot.Padding = [PADDING_TOP, 10, 0, 0];
+export const PADDING: uPlot.Padding = [PADDING_TOP, 28, 0, 0];
 
 /** What the charts tell the view; the view owns the window and answers by repainting. */
 export interface ChartEvents {

@@ -36,7 +36,7 @@ export const DEFAULT_CLUSTER_HINT =
 /** Width before layout (a hidden sidebar, jsdom): redrawn when the real size is known. */
 const FALLBACK_WIDTH = 600;
 /** Below this width a GPU's facts take a block each instead of one line. */
-const NARROW_WIDTH = 640;
+const NARROW_WIDTH = 900;
 let views = 0;
 
 export interface ViewOptions {
