@@ -26,6 +26,7 @@ PAGE = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<link rel="icon" href="data:,">
 <title>gpudask view harness</title>
 <style>
   body { margin: 0; font: 13px system-ui, sans-serif; }
