@@ -215,6 +215,10 @@ describe('anywidget front end', () => {
     expect(view.dataset.frames).toBe('1');
     expect(view.querySelector('.gpudask-messages')!.textContent).toContain('run its cell again');
     expect(view.classList.contains('gpudask-stopped')).toBe(true);
+    // nothing to run it in: no action is offered
+    const start = view.querySelector<HTMLButtonElement>('.gpudask-start')!;
+    expect(start.disabled).toBe(true);
+    expect(start.title).toBe('No kernel to run it in.');
   });
 
   it("follows the kernel's status where the widget manager shows it", async () => {

@@ -60,8 +60,9 @@ export class ClusterActions {
     }
   }
 
-  show(cluster: ClusterInfo | null, workers: number, now: number): void {
-    const offered = offers(cluster, this.hasKernel, this.machine.phase);
+  /** Draw the bar; `reachable` false (the kernel went away) offers nothing to run. */
+  show(cluster: ClusterInfo | null, workers: number, now: number, reachable = true): void {
+    const offered = offers(cluster, this.hasKernel && reachable, this.machine.phase);
     if (this.host === null) {
       for (const offer of Object.values(offered)) {
         offer.visible = false;
