@@ -37,7 +37,24 @@ class Lab:
             "nbformat_minor": 5,
         }
         (self.root / name).write_text(json.dumps(nb))
-        return f"{self.url}{self.open_prefix}{name}?token={self.token}"
+        prefix = self.open_prefix
+        if prefix == "lab/tree/":  # a workspace of its own: no tab of an earlier test restored
+            prefix = f"lab/workspaces/{Path(name).stem}/tree/"
+        return f"{self.url}{prefix}{name}?token={self.token}"
+
+    def shut_down_kernels(self) -> None:
+        """End every session (and its kernel, and the cluster it started): a test starts alone."""
+        import urllib.request
+
+        opener = urllib.request.build_opener()
+        headers = {"Authorization": f"token {self.token}"}
+        with opener.open(urllib.request.Request(f"{self.url}api/sessions", headers=headers)) as r:
+            sessions = json.loads(r.read())
+        for session in sessions:
+            request = urllib.request.Request(
+                f"{self.url}api/sessions/{session['id']}", headers=headers, method="DELETE"
+            )
+            opener.open(request).close()
 
 
 def shot(page: Any, name: str) -> None:

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.timeout(400)
 
 XSS_KEY = "<img src=x onerror=alert(1)>"
 SIDEBAR = "#gpudask-sidebar"
-PANEL = ".jp-OutputArea"
+# the panel widget of the notebook shown (another notebook's, in a hidden tab, would match first)
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea"
 
 CELLS = [
     "%load_ext gpudask_jupyter",
@@ -73,6 +74,11 @@ def _worker_counts(page: Any, scope: str) -> dict[str, int]:
         scope,
     )
     return counts
+
+
+@pytest.fixture(autouse=True)
+def _alone(lab: Lab) -> None:
+    lab.shut_down_kernels()
 
 
 def _open_sidebar(page: Any) -> None:
