@@ -9,6 +9,7 @@ import {
   panRange,
   tasksInRange,
   visibleRange,
+  windowEvents,
   zoomRange
 } from '../src/view/timewindow';
 import { T0, task } from './fixtures';
@@ -77,5 +78,23 @@ describe('the time window', () => {
   it('keeps the tasks that overlap the range', () => {
     const tasks = [task(0, 5, { key: 'before' }), task(8, 12, { key: 'across' }), task(20, 30)];
     expect(tasksInRange(tasks, { start: 10, end: 15 }).map(t => t.key)).toEqual(['across']);
+  });
+
+  it('turns chart gestures into window modes', () => {
+    const set: unknown[] = [];
+    const events = windowEvents(
+      () => ({ start: 0, end: 100 }),
+      mode => set.push(mode)
+    );
+    events.select({ start: 10, end: 20 });
+    events.follow();
+    events.zoom(50, 0.5);
+    events.pan(0.1);
+    expect(set).toEqual([
+      { kind: 'fixed', start: 10, end: 20 },
+      { kind: 'follow' },
+      { kind: 'fixed', start: 25, end: 75 },
+      { kind: 'fixed', start: 10, end: 110 }
+    ]);
   });
 });

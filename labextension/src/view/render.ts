@@ -8,7 +8,7 @@
  * data-liveness, data-layout ("wide" or "compact") and data-window.
  */
 import { ActionName, ActionResult } from './actions';
-import { ChartEvents, Theme, readTheme } from './charts';
+import { Theme, readTheme } from './charts';
 import { ActionHost, ClusterActions } from './clusteractions';
 import { PrefixColors } from './colors';
 import { Controls, DEFAULT_CONTROLS, normalizeControls } from './controls';
@@ -17,14 +17,7 @@ import { FrameWatchdog, LIVE, Liveness } from './liveness';
 import { Sections } from './sections';
 import { ViewState, applyFrame, clearStopped, emptyState, markStopped } from './state';
 import { injectStyle } from './style';
-import {
-  TimeRange,
-  WindowMode,
-  panRange,
-  tasksInRange,
-  visibleRange,
-  zoomRange
-} from './timewindow';
+import { TimeRange, WindowMode, tasksInRange, visibleRange, windowEvents } from './timewindow';
 import { COMPACT_WIDTH } from './workers';
 
 export type { Controls } from './controls';
@@ -94,7 +87,10 @@ export class GpuDaskView {
         range: () => this.range,
         theme: () => this.theme,
         syncKey: `gpudask-${++views}`,
-        events: this.chartEvents(),
+        events: windowEvents(
+          () => this.range,
+          mode => this.setWindow(mode)
+        ),
         signal
       }
     });
@@ -247,15 +243,6 @@ export class GpuDaskView {
     this.resizeObserver = null;
     this.sections.destroy();
     this.root.remove();
-  }
-
-  private chartEvents(): ChartEvents {
-    return {
-      select: range => this.setWindow({ kind: 'fixed', ...range }),
-      follow: () => this.setWindow({ kind: 'follow' }),
-      zoom: (at, factor) => this.setWindow({ kind: 'fixed', ...zoomRange(this.range, at, factor) }),
-      pan: fraction => this.setWindow({ kind: 'fixed', ...panRange(this.range, fraction) })
-    };
   }
 
   private clear(): void {

@@ -7,6 +7,7 @@
  * view holds. "fixed" is what the user selected by dragging over a chart (or zoomed and panned
  * with the wheel); double-click or "Follow" goes back to following.
  */
+import type { ChartEvents } from './charts';
 import { TaskRect } from './frame';
 
 export type WindowMode =
@@ -106,4 +107,14 @@ export function panRange(range: TimeRange, fraction: number): TimeRange {
 /** Items that overlap the range. */
 export function tasksInRange(tasks: TaskRect[], range: TimeRange): TaskRect[] {
   return tasks.filter(r => r.stop >= range.start && r.start <= range.end);
+}
+
+/** What the charts' gestures do to the window shown now (`range`): the view sets the mode. */
+export function windowEvents(range: () => TimeRange, set: (mode: WindowMode) => void): ChartEvents {
+  return {
+    select: selected => set({ kind: 'fixed', ...selected }),
+    follow: () => set({ kind: 'follow' }),
+    zoom: (at, factor) => set({ kind: 'fixed', ...zoomRange(range(), at, factor) }),
+    pan: fraction => set({ kind: 'fixed', ...panRange(range(), fraction) })
+  };
 }
