@@ -34,6 +34,6 @@ export default tseslint.config(
   },
   {
     files: ['scripts/**/*.mjs', 'eslint.config.mjs'],
-    languageOptions: { globals: { URL: 'readonly' } }
+    languageOptions: { globals: { URL: 'readonly', process: 'readonly' } }
   }
 );

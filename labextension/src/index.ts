@@ -1,13 +1,21 @@
 /**
- * JupyterLab 4 plugin: the "GPU Dask" sidebar, which follows the notebook in focus and shows
- * its kernel's cluster, and a command that opens the same view in the main area.
+ * JupyterLab 4 / Notebook 7 plugin: the "GPU Dask" sidebar, which follows the notebook in focus
+ * and shows its kernel's cluster, and a command that opens the same view in a larger area.
+ * The notebook tracker is optional: where there is none (Voila) the plugin adds nothing, and the
+ * widget, which needs no plugin, still renders.
  */
-import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import {
+  ILabShell,
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
 import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { serverFetcher } from './lab/api';
 import { NotebookFocus } from './lab/focus';
 import { gpuIcon } from './lab/icon';
+import { openInShell } from './lab/open';
 import { GpuDaskPanel } from './lab/panel';
 
 const OPEN_PANEL = 'gpudask-jupyter:open-panel';
@@ -16,14 +24,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: 'gpudask-jupyter:plugin',
   description: 'GPU utilisation, memory and the Dask task stream of the focused notebook.',
   autoStart: true,
-  requires: [INotebookTracker],
-  optional: [ILayoutRestorer, ICommandPalette],
+  optional: [INotebookTracker, ILabShell, ILayoutRestorer, ICommandPalette],
   activate: (
     app: JupyterFrontEnd,
-    tracker: INotebookTracker,
+    tracker: INotebookTracker | null,
+    labShell: ILabShell | null,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null
   ) => {
+    if (!tracker) {
+      return; // no notebooks to follow (Voila): nothing to add
+    }
     const focus = new NotebookFocus(tracker);
     const fetchFrame = serverFetcher(app.serviceManager.serverSettings);
     let main: MainAreaWidget<GpuDaskPanel> | null = null;
@@ -38,9 +49,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
           main.title.label = 'GPU Dask';
           main.title.icon = gpuIcon;
           main.title.closable = true;
-          app.shell.add(main, 'main', { mode: 'split-right' });
         }
-        app.shell.activateById(main.id);
+        const area = openInShell(app.shell, main, labShell !== null);
+        if (area === null) {
+          main.dispose();
+          main = null;
+        }
+        return area;
       }
     });
     palette?.addItem({ command: OPEN_PANEL, category: 'GPU Dask' });
@@ -49,7 +64,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       focus,
       fetchFrame,
       heading: 'GPU Dask',
-      openPanel: () => void app.commands.execute(OPEN_PANEL)
+      openPanel: async () => {
+        const area = await app.commands.execute(OPEN_PANEL);
+        return area !== null && area !== undefined;
+      }
     });
     sidebar.id = 'gpudask-sidebar';
     sidebar.title.icon = gpuIcon;

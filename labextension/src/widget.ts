@@ -2,10 +2,15 @@
  * The anywidget front end of gpudask_jupyter.widget.Panel, bundled by esbuild into
  * gpudask_jupyter/widget/static/panel.js (CSS included: one file, nothing fetched at runtime).
  *
- * Protocol: the view says {type: "hello"} and the kernel answers with a snapshot; then the kernel
- * sends {type: "frame", frame}. Synced traits: interval, paused, history, processes.
+ * Protocol (anywidget/protocol.ts): the view says hello and the kernel answers with a snapshot,
+ * then frames; cluster actions go as "control" messages and come back as "control-started" and
+ * "control-result"; a view that goes away says bye. Synced traits: interval, paused, history,
+ * processes. The view says within two seconds when its kernel restarted, died or closed the
+ * panel (anywidget/kernelwatch.ts, and the view's frame watchdog where the host shows nothing).
  */
 import type { AnyModel, RenderProps } from '@anywidget/types';
+import { BYE, HELLO, controlMessage, parseKernelMessage } from './anywidget/protocol';
+import { watchKernel } from './anywidget/kernelwatch';
 import { Controls, GpuDaskView } from './view/render';
 
 export interface PanelTraits {
@@ -29,8 +34,17 @@ function readTraits(model: AnyModel<PanelTraits>): Partial<Controls> {
   return controls;
 }
 
+/** Send unless the comm is gone (a closed comm throws in some front ends). */
+function trySend(model: AnyModel<PanelTraits>, content: object): void {
+  try {
+    model.send(content);
+  } catch {
+    // the kernel side is gone: there is nobody to tell
+  }
+}
+
 function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): () => void {
-  const hello = (): void => model.send({ type: 'hello' });
+  const hello = (): void => trySend(model, HELLO);
 
   // The traits are the truth: the view follows them, whoever changed them (a control, Python).
   const follow = (): void => {
@@ -43,6 +57,7 @@ function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): 
 
   const view = new GpuDaskView(el, {
     controls: readTraits(model),
+    watchFrames: true,
     onControl: change => {
       for (const [name, value] of Object.entries(change)) {
         model.set(name, value);
@@ -51,11 +66,18 @@ function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): 
       follow(); // Backbone fires change events for local sets too; this covers models that do not
     }
   });
+  view.setActionHost({
+    run: (id, action, n) => trySend(model, controlMessage(id, action, n))
+  });
 
   const onMessage = (message: unknown): void => {
-    const content = message as { type?: unknown; frame?: unknown } | null;
-    if (content && content.type === 'frame') {
-      view.update(content.frame);
+    const parsed = parseKernelMessage(message);
+    if (parsed?.type === 'frame') {
+      view.update(parsed.frame);
+    } else if (parsed?.type === 'control-started') {
+      view.actionStarted(parsed.id);
+    } else if (parsed?.type === 'control-result') {
+      view.actionFinished(parsed.id, parsed.result);
     }
   };
 
@@ -63,9 +85,17 @@ function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): 
   for (const name of TRAITS) {
     model.on(`change:${name}`, follow);
   }
+  const unwatch = watchKernel(model, liveness => {
+    view.setLiveness(liveness);
+    if (liveness.kind === 'live') {
+      hello(); // back after a lost connection: start again from a snapshot
+    }
+  });
   hello();
 
   return () => {
+    trySend(model, BYE);
+    unwatch();
     model.off('msg:custom', onMessage);
     for (const name of TRAITS) {
       model.off(`change:${name}`, follow);

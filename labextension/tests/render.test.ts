@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { GpuDaskView } from '../src/view/render';
 import { drawn } from './canvas-stub';
 import { T0, device, frame, gpuSample, task, worker } from './fixtures';
+import { followRange } from '../src/view/timewindow';
 
 const EVIL = '<img src=x onerror=alert(1)>';
 
@@ -71,8 +72,13 @@ describe('GpuDaskView', () => {
     expect(node.querySelectorAll('.gpudask-device')).toHaveLength(2);
     for (const name of [
       'devices',
-      'tasks',
+      'gpu-charts',
+      'stream',
       'legend',
+      'recent',
+      'cluster',
+      'actionbar',
+      'windowbar',
       'progress',
       'workers',
       'messages',
@@ -82,43 +88,48 @@ describe('GpuDaskView', () => {
     }
   });
 
-  it('draws tasks at their colour, errored ones black', () => {
+  it('draws tasks at their colour, errored ones black', async () => {
     const view = new GpuDaskView(container);
     view.update(
       frame({
         tasks: [
-          task(T0 - 3, T0 - 2, { color: '#ff0000' }),
+          task(T0 - 3, T0 - 2, { color: '#ff0000', prefix: 'red' }),
           task(T0 - 2, T0 - 1, { color: '#00ff00', error: true }),
-          task(T0 - 2, T0 - 1, { color: 'url(javascript:alert(1))' })
+          task(T0 - 2, T0 - 1, { color: 'url(javascript:alert(1))', prefix: 'bad' })
         ]
       })
     );
     view.flush();
-    const canvas = view.root.querySelector<HTMLCanvasElement>('canvas.gpudask-tasks')!;
+    await Promise.resolve(); // uPlot draws in a microtask
+    const canvas = view.root.querySelector<HTMLCanvasElement>('.gpudask-stream canvas')!;
     expect(drawn.get(canvas)?.rects.map(r => r.fill)).toEqual(['#ff0000', '#000000', '#888888']);
   });
 
-  it('puts the GPU history and the task stream on the same time axis', () => {
-    const view = new GpuDaskView(container, { controls: { history: 300 } });
+  it('puts the GPU charts and the task stream on one time axis', async () => {
+    const view = new GpuDaskView(container);
     view.update(
       frame({
-        samples: [gpuSample(T0 - 100, 50, 2 ** 30), gpuSample(T0, 60, 2 ** 30)],
-        tasks: [task(T0 - 100, T0 - 50)]
+        devices: [device('GPU-aaaa'), device('GPU-bbbb', { label: '1' })],
+        samples: [gpuSample(T0 - 5, 50, 2 ** 30), gpuSample(T0, 60, 2 ** 30)],
+        tasks: [task(T0 - 4, T0 - 2)]
       })
     );
     view.flush();
-    const history = view.root.querySelector<HTMLCanvasElement>('canvas.gpudask-history')!;
-    const tasks = view.root.querySelector<HTMLCanvasElement>('canvas.gpudask-tasks')!;
-    const rect = drawn.get(tasks)!.rects[0];
-    const line = drawn.get(history)!.lines.at(-1)!; // utilisation, drawn last
-    expect(line.points[0][0]).toBeCloseTo(rect.x);
-    expect(line.points[1][0]).toBeCloseTo(600); // now: the right edge, width 600 before layout
-    expect(rect.x).toBeCloseTo(400); // 200 s into a 300 s window of 600 px
-    expect(rect.w).toBeCloseTo(100);
-    // same column of the same grid: the same left offset and width on the page
-    expect(history.parentElement?.className).toBe('gpudask-plot');
-    expect(tasks.parentElement?.className).toBe('gpudask-plot');
-    expect(history.width).toBe(tasks.width);
+    await Promise.resolve();
+    const charts = [...view.root.querySelectorAll<HTMLElement>('.uplot')];
+    expect(charts).toHaveLength(3); // utilisation, memory, tasks
+    const boxes = charts.map(c => `${c.dataset.plotLeft}/${c.dataset.plotWidth}`);
+    expect(new Set(boxes).size).toBe(1);
+    expect(view.root.dataset.gpuLines).toBe('2');
+    // the task rectangle sits where its times are on that axis: 1 s after the window's start
+    const rect = drawn.get(view.root.querySelector<HTMLCanvasElement>('.gpudask-stream canvas')!)!
+      .rects[0];
+    const left = Number(charts[2].dataset.plotLeft);
+    const width = Number(charts[2].dataset.plotWidth);
+    const range = followRange(T0, [task(T0 - 4, T0 - 2)], 300);
+    const expected = left + ((T0 - 4 - range.start) / (range.end - range.start)) * width;
+    expect(rect.x).toBeCloseTo(expected, 0);
+    expect(view.root.querySelector('.gpudask-window-text')?.textContent).toContain('Following');
   });
 
   it('says why there is nothing to draw', () => {
@@ -134,19 +145,69 @@ describe('GpuDaskView', () => {
           dashboard: null,
           message: 'connection refused',
           stopped_at: null
-        }
+        },
+        waiting: [{ resource: 'GPU', tasks: 3 }]
       })
     );
-    const text = root(view).querySelector('.gpudask-messages')?.textContent;
+    const text = root(view).textContent;
     expect(text).toContain('No GPU data: NVML library not found');
     expect(text).toContain('Cannot reach the scheduler at tcp://10.0.0.9:8786: connection refused');
+    expect(text).toContain('3 tasks wait for the resource "GPU", which no worker offers');
 
-    view.update(frame({ cluster: null }));
-    expect(root(view).querySelector('.gpudask-messages')?.textContent).toContain('No Dask cluster');
-    view.setHostMessages(['No notebook in focus.']);
-    expect(root(view).querySelector('.gpudask-messages')?.textContent).toContain(
+    const fresh = new GpuDaskView(container);
+    fresh.update(frame({ cluster: null }));
+    expect(root(fresh).querySelector('.gpudask-cluster')?.textContent).toContain('No Dask cluster');
+    fresh.setHostMessages(['No notebook in focus.']);
+    expect(root(fresh).querySelector('.gpudask-messages')?.textContent).toContain(
       'No notebook in focus.'
     );
+  });
+
+  it('links the dashboard in a new tab, and only http(s) addresses', () => {
+    const view = new GpuDaskView(container);
+    const cluster = frame().cluster!;
+    view.update(frame({ cluster: { ...cluster, dashboard: 'http://127.0.0.1:8787/status' } }));
+    const link = root(view).querySelector<HTMLAnchorElement>('a.gpudask-dashboard')!;
+    expect(link.hidden).toBe(false);
+    expect(link.href).toBe('http://127.0.0.1:8787/status');
+    expect(link.target).toBe('_blank');
+    expect(link.rel).toContain('noopener');
+    view.update(frame({ cluster: { ...cluster, dashboard: 'javascript:alert(1)' } }));
+    expect(root(view).querySelector<HTMLAnchorElement>('a.gpudask-dashboard')!.hidden).toBe(true);
+    expect(root(view).querySelector('a.gpudask-dashboard')!.hasAttribute('href')).toBe(false);
+    view.update(frame({ cluster: { ...cluster, dashboard: null } }));
+    expect(root(view).querySelector<HTMLAnchorElement>('a.gpudask-dashboard')!.hidden).toBe(true);
+  });
+
+  it('keeps a stopped cluster greyed with its time, until cleared', () => {
+    const view = new GpuDaskView(container);
+    view.update(frame({ tasks: [task(T0 - 2, T0 - 1)] }));
+    view.update(frame({ time: T0 + 1, cluster: null, workers: [] }));
+    const node = root(view);
+    expect(node.classList.contains('gpudask-stopped')).toBe(true);
+    expect(node.querySelector('.gpudask-cluster-text')?.textContent).toMatch(
+      /^Cluster stopped at \d\d:\d\d:\d\d/
+    );
+    expect(node.dataset.taskRects).toBe('1');
+    const clear = node.querySelector<HTMLButtonElement>('.gpudask-clear')!;
+    expect(clear.hidden).toBe(false);
+    clear.click();
+    expect(root(view).classList.contains('gpudask-stopped')).toBe(false);
+    expect(root(view).dataset.taskRects).toBe('0');
+    expect(root(view).querySelector('.gpudask-cluster-text')?.textContent).toContain(
+      'No Dask cluster'
+    );
+  });
+
+  it('switches to the compact layout in a narrow sidebar', () => {
+    const view = new GpuDaskView(container);
+    view.update(frame({ workers: [worker('tcp://a:1', '0'), worker('tcp://a:2', '1')] }));
+    expect(root(view).dataset.layout).toBe('wide');
+    Object.defineProperty(view.root, 'clientWidth', { configurable: true, value: 250 });
+    view.setHostMessages([]);
+    expect(root(view).dataset.layout).toBe('compact');
+    expect(view.root.classList.contains('gpudask-compact')).toBe(true);
+    expect(view.root.querySelectorAll('.gpudask-worker-card')).toHaveLength(2);
   });
 
   it('shows a refused frame version in words', () => {
@@ -166,6 +227,16 @@ describe('GpuDaskView', () => {
     expect(section().hidden).toBe(false);
     expect(section().textContent).toContain('pid 4242 on GPU 0: 1 GiB');
     expect(section().textContent).toContain('3 processes of other users');
+
+    view.update(
+      frame({
+        processes: null,
+        nvml: { available: false, reason: 'no NVIDIA driver on this machine', driver: null }
+      })
+    );
+    expect(section().textContent).toBe(
+      'GPU processes: none to list. no NVIDIA driver on this machine'
+    );
   });
 
   it('keeps the picture and ignores frames while paused', () => {
@@ -210,27 +281,35 @@ describe('GpuDaskView', () => {
     );
     const cancel = vi.spyOn(window, 'cancelAnimationFrame');
     const listen = vi.spyOn(EventTarget.prototype, 'addEventListener');
+    const unlisten = vi.spyOn(EventTarget.prototype, 'removeEventListener');
     const onControl = vi.fn();
     const view = new GpuDaskView(container, { onControl });
-    const listeners = listen.mock.calls.map(call => call[2] as AddEventListenerOptions);
-    expect(listeners.length).toBeGreaterThanOrEqual(4); // the controls
-    expect(listeners.every(options => options?.signal?.aborted === false)).toBe(true);
+    view.update(frame({ samples: [gpuSample(T0, 1, 1)], tasks: [task(T0 - 1, T0)] }));
+    view.flush(); // the charts exist now
+    const ours = listen.mock.calls.filter(
+      call => (call[2] as AddEventListenerOptions | undefined)?.signal !== undefined
+    );
+    expect(ours.length).toBeGreaterThanOrEqual(8); // the controls, the actions, the charts' wheels
     const pause = view.root.querySelector<HTMLButtonElement>('.gpudask-pause')!;
     pause.click();
     expect(onControl).toHaveBeenCalledTimes(1);
 
-    view.update(frame()); // leaves a paint pending
+    view.update(frame({ time: T0 + 1 })); // leaves a paint pending
+    const windowListeners = listen.mock.contexts.filter(c => c === window).length;
     view.dispose();
     expect(cancel).toHaveBeenCalled();
     expect(observers).toHaveLength(1);
     expect(observers[0].disconnected).toBe(true);
     expect(container.querySelector('.gpudask-view')).toBeNull();
-    // every listener was added with the view's signal, now aborted: all of them are removed
-    expect(listeners.every(options => options?.signal?.aborted === true)).toBe(true);
+    // our listeners go with the signal; uPlot's window listeners with its destroy()
+    expect(ours.every(call => (call[2] as AddEventListenerOptions).signal?.aborted)).toBe(true);
+    expect(unlisten.mock.contexts.filter(c => c === window).length).toBeGreaterThanOrEqual(
+      Math.min(1, windowListeners)
+    );
 
     pause.click();
     expect(onControl).toHaveBeenCalledTimes(1);
-    expect(view.update(frame({ time: T0 + 1 }))).toBe(false);
-    expect(view.viewState.frames).toBe(1);
+    expect(view.update(frame({ time: T0 + 2 }))).toBe(false);
+    expect(view.viewState.frames).toBe(2);
   });
 });

@@ -2,11 +2,13 @@ import { describe, expect, it } from 'vitest';
 import {
   LIMITS,
   applyFrame,
-  assignLanes,
+  clearStopped,
   emptyState,
   frameProblem,
+  markStopped,
   type ViewState
 } from '../src/view/state';
+import { assignLanes } from '../src/view/lanes';
 import {
   DEFAULT_INTERVAL,
   FIELD,
@@ -63,7 +65,8 @@ describe('applyFrame', () => {
     expect(state.tasks.map(t => t.key)).toEqual(["('sum-abc', 0)", 'b']);
     expect(state.devices.map(d => d.id)).toEqual(['GPU-aaaa', 'GPU-bbbb']);
     expect(state.messages).toEqual(['hello']);
-    expect(state.cluster).toBeNull();
+    // the cluster is no longer named: kept, stopped, with its tasks and workers
+    expect(state.cluster).toMatchObject({ state: 'stopped', stopped_at: T0 });
   });
 
   it('replaces everything on a snapshot', () => {
@@ -180,7 +183,7 @@ describe('assignLanes', () => {
       task(0, 1, { worker: c, thread: 1 }) // not in workers: its address is its name
     ];
     const lanes = assignLanes(tasks, workers);
-    // "tcp://…" (an address used as name) sorts before "worker-…"
+    // an address used as name (without its protocol) sorts before "worker-…"
     expect(lanes.map(l => [l.worker, l.thread])).toEqual([
       [c, 1],
       [b, 5],
@@ -189,7 +192,7 @@ describe('assignLanes', () => {
       [a, 7]
     ]);
     expect(lanes.map(l => l.label)).toEqual([
-      `${c} #1`,
+      '10.0.0.3:1 #1',
       'worker-2 #1',
       'worker-2 #2',
       'worker-10 #1',
@@ -197,5 +200,92 @@ describe('assignLanes', () => {
     ]);
     // the order does not depend on the order of the tasks
     expect(assignLanes([...tasks].reverse(), workers)).toEqual(lanes);
+  });
+});
+
+describe('a stopped cluster stays', () => {
+  const running = () =>
+    applyFrame(
+      emptyState(),
+      frame({
+        tasks: [task(T0 - 2, T0 - 1)],
+        progress: [{ prefix: 'sum', total: 1, done: 1, processing: 0, erred: 0 }]
+      })
+    );
+
+  it('keeps the work of a cluster the frames stop naming, marked stopped', () => {
+    const state = applyFrame(
+      running(),
+      frame({ time: T0 + 1, cluster: null, workers: [], tasks: [] })
+    );
+    expect(state.cluster).toMatchObject({ state: 'stopped', stopped_at: T0, mode: 'gpu' });
+    expect(state.tasks).toHaveLength(1);
+    expect(state.workers).toHaveLength(1);
+    expect(state.progress).toHaveLength(1);
+    // still there long after the history would have dropped it
+    const later = applyFrame(
+      state,
+      frame({ kind: 'delta', time: T0 + 10_000, cluster: null, workers: [] })
+    );
+    expect(later.tasks).toHaveLength(1);
+    expect(later.cluster?.state).toBe('stopped');
+  });
+
+  it('shows what the kernel says about a stopped cluster, until cleared', () => {
+    const stopped = {
+      state: 'stopped' as const,
+      mode: 'cpu',
+      address: 'tcp://127.0.0.1:8786',
+      dashboard: null,
+      message: '',
+      stopped_at: T0 + 1
+    };
+    let state = applyFrame(
+      running(),
+      frame({ time: T0 + 2, cluster: stopped, tasks: [task(T0 - 2, T0 - 1)] })
+    );
+    expect(state.cluster?.stopped_at).toBe(T0 + 1);
+    state = clearStopped(state);
+    expect(state.cluster).toBeNull();
+    expect(state.tasks).toEqual([]);
+    // the kernel goes on reporting it stopped: it stays cleared
+    state = applyFrame(
+      state,
+      frame({ time: T0 + 3, cluster: stopped, tasks: [task(T0 - 2, T0 - 1)] })
+    );
+    expect(state.cluster).toBeNull();
+    expect(state.tasks).toEqual([]);
+    state = applyFrame(state, frame({ time: T0 + 4, cluster: null }));
+    expect(state.cluster).toBeNull();
+    // a new cluster starts: shown, and the clearing is over
+    state = applyFrame(state, frame({ time: T0 + 5 }));
+    expect(state.cluster?.state).toBe('running');
+    expect(state.cleared).toBeNull();
+  });
+
+  it('marks the cluster stopped when its kernel goes', () => {
+    const state = markStopped(running(), T0 + 7);
+    expect(state.cluster).toMatchObject({ state: 'stopped', stopped_at: T0 + 7 });
+    expect(markStopped(state, T0 + 9).cluster?.stopped_at).toBe(T0 + 7);
+    expect(clearStopped(running())).toEqual(running()); // a running cluster is not cleared
+  });
+
+  it("records the cluster's share of device memory over time", () => {
+    let state = applyFrame(
+      emptyState(),
+      frame({ devices: [device('GPU-aaaa', { cluster_memory: 5 })] })
+    );
+    state = applyFrame(
+      state,
+      frame({ kind: 'delta', time: T0 + 1, devices: [device('GPU-aaaa', { cluster_memory: 7 })] })
+    );
+    state = applyFrame(
+      state,
+      frame({ kind: 'delta', time: T0 + 2, devices: [device('GPU-aaaa')] })
+    );
+    expect(state.clusterMemory).toEqual([
+      { t: T0, bytes: { 'GPU-aaaa': 5 } },
+      { t: T0 + 1, bytes: { 'GPU-aaaa': 7 } }
+    ]);
   });
 });

@@ -1,6 +1,8 @@
 // @vitest-environment jsdom
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Signal } from '@lumino/signaling';
 import widget from '../src/widget';
+import { controlMessage, parseKernelMessage } from '../src/anywidget/protocol';
 import { T0, frame, gpuSample } from './fixtures';
 
 type Handler = (...args: unknown[]) => void;
@@ -53,7 +55,7 @@ class FakeModel {
 
 afterEach(() => document.body.replaceChildren());
 
-function mount(traits: Record<string, unknown> = {}) {
+function mount(traits: Record<string, unknown> = {}, manager?: unknown) {
   const model = new FakeModel({
     interval: 1,
     paused: false,
@@ -61,6 +63,9 @@ function mount(traits: Record<string, unknown> = {}) {
     processes: false,
     ...traits
   });
+  if (manager) {
+    Object.assign(model, { widget_manager: manager });
+  }
   const el = document.createElement('div');
   document.body.append(el);
   // the anywidget runtime passes more props; render only uses these two
@@ -70,6 +75,16 @@ function mount(traits: Record<string, unknown> = {}) {
 }
 
 const hello = { type: 'hello' };
+// jsdom paints with its own interval: fake all timers together, or none
+const FAKE = [
+  'setTimeout',
+  'clearTimeout',
+  'setInterval',
+  'clearInterval',
+  'Date',
+  'requestAnimationFrame',
+  'cancelAnimationFrame'
+] as const;
 
 describe('anywidget front end', () => {
   it('says hello and draws the frames the kernel sends', () => {
@@ -136,12 +151,137 @@ describe('anywidget front end', () => {
     );
   });
 
-  it('removes its listeners and its DOM on cleanup', () => {
+  it('says bye, and removes its listeners and its DOM, on cleanup', () => {
     const { model, el, cleanup } = mount();
-    expect(model.listeners()).toBe(5);
+    expect(model.listeners()).toBe(6); // messages, 4 traits, comm:close
     (cleanup as () => void)();
+    expect(model.sent.at(-1)).toEqual({ type: 'bye' });
     expect(model.listeners()).toBe(0);
     expect(el.querySelector('.gpudask-view')).toBeNull();
     model.emit('msg:custom', { type: 'frame', frame: frame() }); // nobody listens: no error
+  });
+
+  it('runs cluster actions through the comm and shows their progress and result', () => {
+    vi.useFakeTimers({ toFake: [...FAKE] });
+    try {
+      const { model, root } = mount();
+      model.emit('msg:custom', { type: 'frame', frame: frame() });
+      vi.advanceTimersByTime(20);
+      const stop = root()!.querySelector<HTMLButtonElement>('.gpudask-stop')!;
+      expect(stop.disabled).toBe(false);
+      expect(root()!.querySelector<HTMLButtonElement>('.gpudask-start')!.disabled).toBe(true);
+      stop.click();
+      expect(model.sent.at(-1)).toEqual({ type: 'control', id: 1, action: 'stop' });
+      const status = () => root()!.querySelector('.gpudask-action-status')!.textContent;
+      vi.advanceTimersByTime(2000);
+      vi.advanceTimersByTime(20);
+      expect(status()).toContain('waiting for the cell that is running in this kernel to finish');
+
+      model.emit('msg:custom', { type: 'control-started', id: 1 });
+      vi.advanceTimersByTime(20);
+      expect(status()).toMatch(/^Stopping the cluster… \d+ s$/);
+
+      model.emit('msg:custom', {
+        type: 'control-result',
+        id: 1,
+        ok: true,
+        action: 'stop',
+        text: 'Stopped the cluster at tcp://127.0.0.1:8786.',
+        cluster: null
+      });
+      vi.advanceTimersByTime(20);
+      expect(status()).toBe(
+        'Stop: done.Stopped the cluster at tcp://127.0.0.1:8786.No cluster now.'
+      );
+
+      // scale sends the number typed
+      const input = root()!.querySelector<HTMLInputElement>('.gpudask-scale-input')!;
+      input.value = '3';
+      root()!.querySelector<HTMLButtonElement>('.gpudask-scale .gpudask-button')!.click();
+      expect(model.sent.at(-1)).toEqual({ type: 'control', id: 2, action: 'scale', n: 3 });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('says within two seconds that its kernel went, and stops drawing frames', async () => {
+    const { model, root } = mount();
+    model.emit('msg:custom', { type: 'frame', frame: frame() });
+    model.emit('comm:close');
+    model.emit('msg:custom', { type: 'frame', frame: frame({ kind: 'delta', time: T0 + 1 }) });
+    await new Promise(r => requestAnimationFrame(r));
+    const view = root()!;
+    expect(view.dataset.liveness).toBe('gone');
+    expect(view.dataset.frames).toBe('1');
+    expect(view.querySelector('.gpudask-messages')!.textContent).toContain('run its cell again');
+    expect(view.classList.contains('gpudask-stopped')).toBe(true);
+    // nothing to run it in: no action is offered
+    const start = view.querySelector<HTMLButtonElement>('.gpudask-start')!;
+    expect(start.disabled).toBe(true);
+    expect(start.title).toBe('No kernel to run it in.');
+  });
+
+  it("follows the kernel's status where the widget manager shows it", async () => {
+    const statusChanged = new Signal<object, string>({});
+    const { model, root } = mount({}, { kernel: { status: 'idle', statusChanged } });
+    model.emit('msg:custom', { type: 'frame', frame: frame() });
+    statusChanged.emit('busy');
+    await new Promise(r => requestAnimationFrame(r));
+    expect(root()!.dataset.liveness).toBe('live');
+    statusChanged.emit('restarting');
+    await new Promise(r => requestAnimationFrame(r));
+    expect(root()!.dataset.liveness).toBe('gone');
+    expect(root()!.querySelector('.gpudask-messages')!.textContent).toContain('restarting');
+  });
+
+  it('says "not responding" when no frame comes for max(2 s, 3 intervals)', () => {
+    vi.useFakeTimers({ toFake: [...FAKE] });
+    try {
+      const { model, root } = mount({ interval: 0.25 });
+      model.emit('msg:custom', { type: 'frame', frame: frame() });
+      vi.advanceTimersByTime(2100);
+      vi.advanceTimersByTime(20);
+      expect(root()!.dataset.liveness).toBe('stale');
+      expect(root()!.querySelector('.gpudask-messages')!.textContent).toContain('not responding');
+      model.emit('msg:custom', { type: 'frame', frame: frame({ kind: 'delta', time: T0 + 3 }) });
+      vi.advanceTimersByTime(20);
+      expect(root()!.dataset.liveness).toBe('live');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe('widget protocol', () => {
+  it('reads the kernel messages it knows and ignores the rest', () => {
+    expect(parseKernelMessage({ type: 'frame', frame: 1 })).toEqual({ type: 'frame', frame: 1 });
+    expect(parseKernelMessage({ type: 'control-started', id: 3 })).toEqual({
+      type: 'control-started',
+      id: 3
+    });
+    expect(parseKernelMessage({ type: 'control-started', id: '3' })).toBeNull();
+    expect(
+      parseKernelMessage({
+        type: 'control-result',
+        id: 3,
+        ok: false,
+        action: 'scale',
+        text: 'no',
+        cluster: null
+      })
+    ).toEqual({
+      type: 'control-result',
+      id: 3,
+      result: { ok: false, action: 'scale', text: 'no', cluster: null }
+    });
+    expect(parseKernelMessage({ type: 'control-result', id: 3, ok: 1 })).toBeNull();
+    expect(parseKernelMessage('frame')).toBeNull();
+    expect(controlMessage(1, 'start', null)).toEqual({ type: 'control', id: 1, action: 'start' });
+    expect(controlMessage(2, 'scale', 4)).toEqual({
+      type: 'control',
+      id: 2,
+      action: 'scale',
+      n: 4
+    });
   });
 });

@@ -33,7 +33,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"browser test: {CHROMIUM} not installed"))
 
 
-def _serve(app: str, base: Path) -> Iterator[Lab]:
+def _serve(
+    app: str, base: Path, extra_args: tuple[str, ...] = (), extra_env: dict[str, str] | None = None
+) -> Iterator[Lab]:
     """Run ``python -m <app>`` (jupyterlab or notebook) on a free port until the block ends."""
     from support import free_port
 
@@ -54,7 +56,11 @@ def _serve(app: str, base: Path) -> Iterator[Lab]:
     data.mkdir(parents=True)
     (data / "gpudask-jupyter").symlink_to(Path(gpudask_jupyter.__file__).parent / "labextension")
     env = dict(
-        os.environ, JUPYTER_RUNTIME_DIR=str(runtime), PATH=path, JUPYTER_PATH=str(base / "data")
+        os.environ,
+        JUPYTER_RUNTIME_DIR=str(runtime),
+        PATH=path,
+        JUPYTER_PATH=str(base / "data"),
+        **(extra_env or {}),
     )
     settings = base / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
@@ -74,6 +80,7 @@ def _serve(app: str, base: Path) -> Iterator[Lab]:
         f"--{app_class}.workspaces_dir={base / 'workspaces'}",
         f"--{app_class}.user_settings_dir={base / 'settings'}",
     ]
+    args.extend(extra_args)
     if os.getuid() == 0:  # a CI container running as root
         args.append("--allow-root")
     with open(log, "wb") as out:
@@ -110,22 +117,116 @@ def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     yield from _serve("notebook", tmp_path_factory.mktemp("notebook"))
 
 
-@pytest.fixture
-def page(lab: Lab) -> Iterator[Any]:
+@pytest.fixture(scope="module")
+def replay_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab whose frame route answers from a recording (replay_server.py): the sidebar
+    draws replayed GPU frames without a GPU."""
+    here = str(Path(__file__).parent)
+    pythonpath = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+    yield from _serve(
+        "jupyterlab",
+        tmp_path_factory.mktemp("replay"),
+        ("--ServerApp.jpserver_extensions=replay_server=True",),
+        {"PYTHONPATH": pythonpath},
+    )
+
+
+VOILA_CELLS = ["import replay\nreplay.replay_widget()"]
+
+
+@pytest.fixture(scope="module")
+def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Voila serving one notebook that shows the panel widget fed from a recording; yields the
+    page's URL. The lab extension of this checkout is on its path, as in JupyterLab."""
+    from support import free_port
+
+    import gpudask_jupyter
+
+    base = tmp_path_factory.mktemp("voila")
+    data = base / "data" / "labextensions"
+    data.mkdir(parents=True)
+    # a copy: Voila's static handler refuses files a symbolic link leads out of its paths
+    built = Path(gpudask_jupyter.__file__).parent / "labextension"
+    shutil.copytree(built, data / "gpudask-jupyter")
+    notebook = Lab("", "", base, base / "voila.log", "").notebook("voila.ipynb", VOILA_CELLS)
+    del notebook
+    here = str(Path(__file__).parent)
+    env = dict(
+        os.environ,
+        JUPYTER_PATH=str(base / "data"),
+        JUPYTER_RUNTIME_DIR=str(base),
+        PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    port = free_port()
+    log = base / "voila.log"
+    args = [sys.executable, "-m", "voila", str(base / "voila.ipynb"), "--no-browser"]
+    args += [f"--port={port}", "--Voila.ip=127.0.0.1"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}voila/static/voila.js", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("voila did not start:\n" + log.read_text()) from None
+            time.sleep(0.5)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(log, ARTIFACTS / log.name)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(
+        chromium = p.chromium.launch(
             executable_path=CHROMIUM,
             args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
-        context = browser.new_context(viewport={"width": 1600, "height": 1000})
-        page = context.new_page()
-        dialogs: list[str] = []
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-        page.dialogs = dialogs  # type: ignore[attr-defined]
         try:
-            yield page
+            yield chromium
         finally:
-            context.close()
-            browser.close()
+            chromium.close()
+
+
+def open_page(browser: Any, width: int = 1600, height: int = 1000) -> Any:
+    """A page in a fresh context of ``width`` x ``height``; dialogs and page errors recorded."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    dialogs: list[str] = []
+    errors: list[str] = []
+
+    def on_dialog(dialog: Any) -> None:
+        if dialog.type == "beforeunload":  # leaving a notebook with unsaved outputs
+            dialog.accept()
+        else:  # an alert would be a script run from data: recorded, tests fail on it
+            dialogs.append(dialog.message)
+            dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.dialogs = dialogs
+    page.errors = errors
+    return page
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    page = open_page(browser)
+    try:
+        yield page
+    finally:
+        page.context.close()

@@ -37,9 +37,178 @@ class Lab:
             "nbformat_minor": 5,
         }
         (self.root / name).write_text(json.dumps(nb))
-        return f"{self.url}{self.open_prefix}{name}?token={self.token}"
+        prefix = self.open_prefix
+        if prefix == "lab/tree/":  # a workspace of its own: no tab of an earlier test restored
+            prefix = f"lab/workspaces/{Path(name).stem}/tree/"
+        return f"{self.url}{prefix}{name}?token={self.token}"
+
+    def shut_down_kernels(self) -> None:
+        """End every session (and its kernel, and the cluster it started): a test starts alone."""
+        import urllib.request
+
+        opener = urllib.request.build_opener()
+        headers = {"Authorization": f"token {self.token}"}
+        with opener.open(urllib.request.Request(f"{self.url}api/sessions", headers=headers)) as r:
+            sessions = json.loads(r.read())
+        for session in sessions:
+            request = urllib.request.Request(
+                f"{self.url}api/sessions/{session['id']}", headers=headers, method="DELETE"
+            )
+            opener.open(request).close()
 
 
 def shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+
+
+def kernel_idle(lab: Lab) -> bool:
+    """A notebook's kernel has started and is idle (asked through the server's REST API)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{lab.url}api/sessions?token={lab.token}", timeout=5) as reply:
+        sessions = json.loads(reply.read())
+    return any(s["kernel"]["execution_state"] == "idle" for s in sessions)
+
+
+def run_all(page: Any, lab: Lab, url: str, done: str, timeout: int = 120_000) -> None:
+    """Open ``url``, run every cell, and wait until an output contains ``done``."""
+    import time
+
+    page.goto(url)
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+    deadline = time.monotonic() + 60
+    while not kernel_idle(lab):
+        assert time.monotonic() < deadline, "the notebook's kernel did not start"
+        time.sleep(0.5)
+    started = "() => document.querySelector('.jp-InputPrompt').textContent.trim() !== '[ ]:'"
+    for _ in range(3):  # the menu may open before the notebook has the focus: try again
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        try:
+            page.wait_for_function(started, timeout=10_000)
+            break
+        except Exception:
+            page.keyboard.press("Escape")
+    try:
+        page.wait_for_function(
+            "done => [...document.querySelectorAll('.jp-OutputArea-output')]"
+            ".some(o => o.textContent.includes(done))",
+            arg=done,
+            timeout=timeout,
+        )
+    except Exception:
+        shot(page, "run-all-failed")
+        raise
+
+
+def view_data(page: Any, scope: str) -> dict[str, str]:
+    """The data attributes of the view under ``scope`` (what it drew)."""
+    data: dict[str, str] = page.evaluate(
+        "scope => ({...document.querySelector(scope + ' .gpudask-view').dataset})", scope
+    )
+    return data
+
+
+def wait_drawn(page: Any, scope: str, gpu_lines: int = 0, timeout: int = 60_000) -> dict[str, str]:
+    """Wait until the view under ``scope`` drew task rectangles (and ``gpu_lines`` GPU lines)."""
+    page.wait_for_function(
+        """([scope, lines]) => {
+            const v = document.querySelector(scope + ' .gpudask-view');
+            return v && Number(v.dataset.taskRects) > 0 && Number(v.dataset.lanes) > 0
+                && Number(v.dataset.gpuLines) >= lines;
+        }""",
+        arg=[scope, gpu_lines],
+        timeout=timeout,
+    )
+    return view_data(page, scope)
+
+
+def hover_task(page: Any, scope: str, containing: str = "") -> str:
+    """Move the pointer along the task stream's lanes until a tooltip shows (one that contains
+    ``containing``, when given); its text."""
+    over = page.locator(f"{scope} .gpudask-stream .u-over").first
+    over.scroll_into_view_if_needed()
+    box = over.bounding_box()
+    assert box, "the task stream is not on screen"
+    lanes = max(
+        1,
+        int(
+            page.evaluate(
+                "scope => document.querySelector(scope + ' .gpudask-view').dataset.lanes", scope
+            )
+        ),
+    )
+    row = box["height"] / lanes
+    tooltip = page.locator(f"{scope} .gpudask-tooltip").first
+    for lane in range(lanes):
+        y = box["y"] + row * (lane + 0.5)
+        for i in range(int(box["width"] // 2)):
+            page.mouse.move(box["x"] + 2 * i, y)
+            if tooltip.is_visible():
+                text = str(tooltip.inner_text())
+                if containing in text:
+                    return text
+    raise AssertionError(f"no tooltip over the task stream with {containing!r}")
+
+
+AXE = Path(__file__).parents[2] / "labextension" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def axe_violations(page: Any, scope: str) -> list[dict[str, Any]]:
+    """Serious and critical WCAG 2 A/AA violations axe-core finds under ``scope``."""
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    result: list[dict[str, Any]] = page.evaluate(
+        """async scope => {
+            const r = await axe.run(document.querySelector(scope), {
+                runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}
+            });
+            return r.violations
+                .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                .map(v => ({id: v.id, impact: v.impact, help: v.help,
+                            nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ') + ': '
+                                + (n.failureSummary || '').slice(0, 200))}));
+        }""",
+        scope,
+    )
+    return result
+
+
+def set_theme(page: Any, lab: Lab, dark: bool) -> None:
+    """Switch JupyterLab's theme: its user setting, then a reload (what a user's choice in
+    Settings > Theme persists)."""
+    settings = lab.root.parent / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    name = "JupyterLab Dark" if dark else "JupyterLab Light"
+    (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": name}))
+    # save first: the widget outputs come back with the notebook, their models from the kernel
+    page.locator(".jp-NotebookPanel .jp-InputPrompt").first.click()  # not a button of a view
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    page.wait_for_function(
+        "() => !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')", timeout=30_000
+    )
+    page.reload()
+    page.wait_for_function(
+        "light => document.body.dataset.jpThemeLight === light",
+        arg="false" if dark else "true",
+        timeout=60_000,
+    )
+
+
+def sidebar_width(page: Any, width: int) -> None:
+    """Drag the left area's splitter until the GPU Dask sidebar is ``width`` px wide."""
+    for _ in range(3):
+        current = page.evaluate("() => document.querySelector('#gpudask-sidebar').offsetWidth")
+        if abs(current - width) <= 2:
+            return
+        handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle").first
+        box = handle.bounding_box()
+        assert box
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x + (width - current), y, steps=5)
+        page.mouse.up()
+        page.wait_for_timeout(300)

@@ -11,6 +11,8 @@ export interface Focus {
   readonly changed: ISignal<unknown, void>;
   /** Whether a notebook is in focus. */
   readonly hasNotebook: boolean;
+  /** The focused notebook's widget id ("" when none): same notebook, same id across restarts. */
+  readonly notebookId: string;
   readonly kernel: Kernel.IKernelConnection | null;
   readonly kernelId: string;
 }
@@ -35,6 +37,10 @@ export class NotebookFocus implements Focus {
 
   get hasNotebook(): boolean {
     return this.notebook !== null;
+  }
+
+  get notebookId(): string {
+    return this.notebook?.id ?? '';
   }
 
   get kernel(): Kernel.IKernelConnection | null {

@@ -45,7 +45,7 @@ export class ControlsSection {
   readonly node = el('div', 'gpudask-controls');
   private readonly interval = el('input', 'gpudask-interval');
   private readonly history = el('select', 'gpudask-history-length');
-  private readonly pause = el('button', 'gpudask-pause');
+  private readonly pause = el('button', 'jp-Button jp-mod-styled gpudask-button gpudask-pause');
   private readonly processes = el('input', 'gpudask-show-processes');
 
   /**
@@ -64,6 +64,8 @@ export class ControlsSection {
     this.interval.title = 'Seconds between updates (0.25–10)';
     this.processes.type = 'checkbox';
     this.pause.type = 'button';
+    this.node.setAttribute('role', 'group');
+    this.node.setAttribute('aria-label', 'Panel settings');
 
     const label = (text: string, ...children: HTMLElement[]): HTMLLabelElement => {
       const node = el('label', undefined, text);

@@ -25,17 +25,39 @@ export function setText(node: Node, text: string): void {
   }
 }
 
-/** A horizontal bar: a track, a fill of `fraction` (null: empty) and a caption. */
-export function bar(className: string): HTMLDivElement {
-  const track = el('div', `gpudask-bar ${className}`);
-  track.append(el('div', 'gpudask-bar-fill'), el('span', 'gpudask-bar-text'));
-  return track;
+/**
+ * A bar with its caption: the text on its own line above a thin track (text over a coloured
+ * fill cannot keep its contrast in every theme), the track filled by one or more segments.
+ */
+export function bar(className: string, segments = 1): HTMLDivElement {
+  const node = el('div', `gpudask-bar ${className}`);
+  const track = el('div', 'gpudask-bar-track');
+  for (let i = 0; i < segments; i++) {
+    track.append(el('div', `gpudask-bar-fill gpudask-bar-fill-${i}`));
+  }
+  node.append(el('span', 'gpudask-bar-text'), track);
+  return node;
 }
 
-export function setBar(track: HTMLElement, fraction: number | null, caption: string): void {
-  const fill = track.firstElementChild as HTMLElement;
-  fill.style.width = `${fraction === null ? 0 : Math.round(fraction * 1000) / 10}%`;
-  setText(track.lastElementChild as HTMLElement, caption);
+function percent(fraction: number | null): string {
+  return `${fraction === null ? 0 : Math.round(Math.min(1, Math.max(0, fraction)) * 1000) / 10}%`;
+}
+
+/** Fill the bar's segments with `fractions` of the track (null: empty) and set its caption. */
+export function setBar(
+  node: HTMLElement,
+  fraction: number | null | (number | null)[],
+  caption: string
+): void {
+  const fractions = Array.isArray(fraction) ? fraction : [fraction];
+  const fills = node.querySelectorAll<HTMLElement>('.gpudask-bar-fill');
+  fills.forEach((fill, i) => {
+    const width = percent(fractions[i] ?? null);
+    if (fill.style.width !== width) {
+      fill.style.width = width;
+    }
+  });
+  setText(node.firstElementChild as HTMLElement, caption);
 }
 
 /** Only "#rgb"/"#rrggbb" reach styles and canvases: anything else is drawn grey. */

@@ -66,6 +66,40 @@ export function fraction(
   return Math.min(1, Math.max(0, used / total));
 }
 
+function pad(n: number, width = 2): string {
+  return String(n).padStart(width, '0');
+}
+
+/** "14:03:07", local time, 24 h (the same on every locale, as the chart axes). */
 export function formatClock(epochSeconds: number): string {
-  return new Date(epochSeconds * 1000).toLocaleTimeString();
+  const d = new Date(epochSeconds * 1000);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+/** "14:03:07.250": a task's start. */
+export function formatClockPrecise(epochSeconds: number): string {
+  const ms = Math.floor((((epochSeconds % 1) + 1) % 1) * 1000);
+  return `${formatClock(epochSeconds)}.${pad(ms, 3)}`;
+}
+
+/** A duration: "850 µs", "12.3 ms", "1.25 s", "2 min 5 s", "1 h 2 min". */
+export function formatSeconds(seconds: number): string {
+  if (!Number.isFinite(seconds) || seconds < 0) {
+    return DASH;
+  }
+  if (seconds < 1e-3) {
+    return `${Math.round(seconds * 1e6)} µs`;
+  }
+  if (seconds < 1) {
+    return `${g3(seconds * 1e3)} ms`;
+  }
+  if (seconds < 60) {
+    return `${g3(seconds)} s`;
+  }
+  const whole = Math.round(seconds);
+  if (whole < 3600) {
+    return `${Math.floor(whole / 60)} min ${whole % 60} s`;
+  }
+  const minutes = Math.round(seconds / 60);
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }

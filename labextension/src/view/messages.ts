@@ -1,9 +1,12 @@
 /**
- * The status line: why there is nothing (or less) to draw, in words. Host messages first (no
- * notebook in focus, a failed request), then refused frames, NVML, the cluster, the monitor.
+ * The status lines: why there is nothing (or less) to draw, in words. The kernel's liveness and
+ * host messages first (no notebook in focus, a failed request), then refused frames, NVML, tasks
+ * waiting for a resource no worker has, and the monitor's messages. The level is shown by a
+ * coloured mark beside the text; the text keeps the theme's foreground colour (contrast).
  */
 import { el } from './dom';
 import { formatClock } from './format';
+import { Liveness, livenessText } from './liveness';
 import { ViewState } from './state';
 
 export type Level = 'error' | 'warn' | 'info';
@@ -17,12 +20,16 @@ export interface StatusContext {
   /** From the host: e.g. "No notebook in focus.", "Cannot reach the server: …". */
   host: string[];
   paused: boolean;
-  /** Shown when a frame has no cluster; null: say nothing (e.g. no kernel to start one in). */
-  clusterHint: string | null;
+  liveness: Liveness;
 }
 
 export function statusLines(state: ViewState, context: StatusContext): StatusLine[] {
-  const lines: StatusLine[] = context.host.map(text => ({ level: 'warn', text }));
+  const lines: StatusLine[] = [];
+  const live = livenessText(context.liveness);
+  if (live) {
+    lines.push({ level: context.liveness.kind === 'gone' ? 'error' : 'warn', text: live });
+  }
+  lines.push(...context.host.map(text => ({ level: 'warn' as const, text })));
   lines.push(...state.errors.map(text => ({ level: 'error' as const, text })));
   if (state.frames === 0) {
     if (lines.length === 0) {
@@ -37,34 +44,41 @@ export function statusLines(state: ViewState, context: StatusContext): StatusLin
     const reason = state.nvml.reason || 'NVML is not available';
     lines.push({ level: 'warn', text: `No GPU data: ${reason}` });
   }
-  const cluster = state.cluster;
-  if (cluster === null) {
-    if (context.clusterHint) {
-      lines.push({ level: 'info', text: context.clusterHint });
-    }
-  } else if (cluster.state === 'unreachable') {
-    const why = cluster.message ? `: ${cluster.message}` : '';
-    lines.push({ level: 'error', text: `Cannot reach the scheduler at ${cluster.address}${why}` });
-  } else if (cluster.state === 'closed') {
-    const why = cluster.message ? `: ${cluster.message}` : '.';
-    lines.push({ level: 'warn', text: `The cluster at ${cluster.address} is closed${why}` });
-  } else {
-    const dashboard = cluster.dashboard ? ` · dashboard ${cluster.dashboard}` : '';
+  for (const wait of state.waiting) {
+    const tasks = `${wait.tasks} task${wait.tasks === 1 ? '' : 's'}`;
     lines.push({
-      level: 'info',
-      text: `Cluster (${cluster.mode}) at ${cluster.address}${dashboard}`
+      level: 'warn',
+      text: `${tasks} wait for the resource "${wait.resource}", which no worker offers: they will not run.`
     });
   }
   lines.push(...state.messages.map(text => ({ level: 'info' as const, text })));
   return lines;
 }
 
+const LEVEL_WORD: Record<Level, string> = { error: 'Error', warn: 'Warning', info: 'Note' };
+
 export class MessagesSection {
   readonly node = el('div', 'gpudask-messages');
 
+  constructor() {
+    this.node.setAttribute('role', 'status');
+  }
+
   update(lines: StatusLine[]): void {
+    const key = lines.map(l => `${l.level}:${l.text}`).join('\n');
+    if (this.node.dataset.key === key) {
+      return; // unchanged: do not make screen readers repeat it
+    }
+    this.node.dataset.key = key;
     this.node.replaceChildren(
-      ...lines.map(line => el('div', `gpudask-message gpudask-${line.level}`, line.text))
+      ...lines.map(line => {
+        const node = el('div', `gpudask-message gpudask-${line.level}`);
+        node.append(
+          el('span', 'gpudask-visually-hidden', `${LEVEL_WORD[line.level]}: `),
+          line.text
+        );
+        return node;
+      })
     );
   }
 }

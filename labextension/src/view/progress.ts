@@ -1,27 +1,69 @@
-/** Progress per task prefix: a done/total bar, processing and erred counts (erred in red). */
-import { bar, el, setBar } from './dom';
+/**
+ * Progress per task prefix: a done/total bar with the running and failed counts, readable
+ * names in the task stream's colours; what is under way first, at most MAX_ROWS rows.
+ */
+import { bar, el, safeColor, setBar } from './dom';
 import { PrefixProgress } from './frame';
+import { readablePrefix } from './names';
 
-function progressRow(p: PrefixProgress): HTMLElement {
-  const row = el('div', 'gpudask-progress-row');
-  const done = bar('gpudask-done');
-  setBar(done, p.total > 0 ? p.done / p.total : null, `${p.done} / ${p.total}`);
-  const counts = el('span', 'gpudask-counts');
-  counts.append(el('span', undefined, `${p.processing} processing`));
-  if (p.erred > 0) {
-    counts.append(el('span', 'gpudask-erred', `${p.erred} erred`));
+export const MAX_ROWS = 10;
+
+/** Running or failed first, then unfinished, then finished; otherwise the frame's order. */
+export function progressOrder(progress: PrefixProgress[]): PrefixProgress[] {
+  const rank = (p: PrefixProgress): number =>
+    p.processing > 0 || p.erred > 0 ? 0 : p.done < p.total ? 1 : 2;
+  return progress
+    .map((p, i) => ({ p, i }))
+    .sort((a, b) => rank(a.p) - rank(b.p) || a.i - b.i)
+    .map(({ p }) => p);
+}
+
+/** "12 / 32 · 4 running · 1 failed". */
+export function progressCaption(p: PrefixProgress): string {
+  const parts = [`${p.done} / ${p.total}`];
+  if (p.processing > 0) {
+    parts.push(`${p.processing} running`);
   }
-  const name = el('span', 'gpudask-prefix', p.prefix);
+  if (p.erred > 0) {
+    parts.push(`${p.erred} failed`);
+  }
+  return parts.join(' · ');
+}
+
+function progressRow(p: PrefixProgress, color: string | undefined): HTMLElement {
+  const row = el(
+    'div',
+    p.erred > 0 ? 'gpudask-progress-row gpudask-has-errors' : 'gpudask-progress-row'
+  );
+  const name = el('span', 'gpudask-prefix');
+  const swatch = el('span', 'gpudask-swatch');
+  swatch.style.backgroundColor = safeColor(color);
+  swatch.setAttribute('aria-hidden', 'true');
+  name.append(swatch, document.createTextNode(readablePrefix(p.prefix)));
   name.title = p.prefix;
-  row.append(name, done, counts);
+  const done = bar('gpudask-done', 2);
+  const failed = p.total > 0 ? p.erred / p.total : null;
+  setBar(done, [p.total > 0 ? p.done / p.total : null, failed], progressCaption(p));
+  row.append(name, done);
   return row;
 }
 
 export class ProgressSection {
-  readonly node = el('div', 'gpudask-progress');
+  readonly node = el('section', 'gpudask-progress');
 
-  update(progress: PrefixProgress[]): void {
+  constructor() {
+    this.node.setAttribute('aria-label', 'Progress by task prefix');
+  }
+
+  update(progress: PrefixProgress[], colors: ReadonlyMap<string, string>): void {
     this.node.hidden = progress.length === 0;
-    this.node.replaceChildren(...progress.map(progressRow));
+    const ordered = progressOrder(progress);
+    const shown = ordered.slice(0, MAX_ROWS);
+    const rest = ordered.length - shown.length;
+    const rows = shown.map(p => progressRow(p, colors.get(p.prefix)));
+    if (rest > 0) {
+      rows.push(el('div', 'gpudask-muted', `and ${rest} more prefix${rest === 1 ? '' : 'es'}`));
+    }
+    this.node.replaceChildren(el('h3', 'gpudask-section-title', 'Progress'), ...rows);
   }
 }

@@ -4,17 +4,12 @@
  * A snapshot replaces the state; a delta appends its samples and task rectangles and replaces
  * everything else (those lists are small and sent whole). Samples and rectangles are pruned to
  * the monitor's history and capped, so that a view left open for hours stays small.
+ *
+ * A stopped cluster stays: when the frames say "stopped", or stop naming the cluster the view
+ * showed (the kernel restarted, its registry entry went), the view keeps its tasks, workers and
+ * progress, marked stopped, until a new cluster starts or the user clears them (`clearStopped`).
  */
-import {
-  DEFAULT_HISTORY,
-  DEFAULT_INTERVAL,
-  Frame,
-  NvmlInfo,
-  Sample,
-  TaskRect,
-  VERSION,
-  WorkerInfo
-} from './frame';
+import { DEFAULT_HISTORY, DEFAULT_INTERVAL, Frame, NvmlInfo, TaskRect, VERSION } from './frame';
 
 export interface Limits {
   maxSamples: number;
@@ -33,6 +28,15 @@ export interface ViewState extends Omit<Frame, 'version' | 'kind' | 'time' | 'nv
   nvml: NvmlInfo | null;
   /** Why the last frame was refused, in words; cleared by the next good frame. */
   errors: string[];
+  /** Each device's bytes held by the cluster's workers, as the frames reported them. */
+  clusterMemory: ClusterMemoryPoint[];
+  /** The address of a stopped cluster the user cleared: its history is not shown again. */
+  cleared: string | null;
+}
+
+export interface ClusterMemoryPoint {
+  t: number;
+  bytes: Record<string, number>;
 }
 
 export function emptyState(): ViewState {
@@ -51,7 +55,9 @@ export function emptyState(): ViewState {
     processes: null,
     waiting: [],
     messages: [],
-    errors: []
+    errors: [],
+    clusterMemory: [],
+    cleared: null
   };
 }
 
@@ -89,13 +95,29 @@ function keepRecent<T>(items: T[], end: (item: T) => number, cutoff: number, max
   return kept.length > max ? kept.slice(kept.length - max) : kept;
 }
 
-export function pruneSamples(samples: Sample[], cutoff: number, max: number): Sample[] {
+export function pruneSamples<S extends { t: number }>(
+  samples: S[],
+  cutoff: number,
+  max: number
+): S[] {
   return keepRecent(samples, s => s.t, cutoff, max);
 }
 
 /** A rectangle stays while any part of it is within the history. */
 export function pruneTasks(tasks: TaskRect[], cutoff: number, max: number): TaskRect[] {
   return keepRecent(tasks, r => r.stop, cutoff, max);
+}
+
+function clusterMemoryPoint(frame: Frame): ClusterMemoryPoint[] {
+  const bytes: Record<string, number> = {};
+  let any = false;
+  for (const device of frame.devices ?? []) {
+    if (typeof device.cluster_memory === 'number' && Number.isFinite(device.cluster_memory)) {
+      bytes[device.id] = device.cluster_memory;
+      any = true;
+    }
+  }
+  return any ? [{ t: frame.time, bytes }] : [];
 }
 
 /**
@@ -111,7 +133,7 @@ export function applyFrame(state: ViewState, value: unknown, limits: Limits = LI
   const history = Number.isFinite(frame.history) ? frame.history : state.history;
   const base = frame.kind === 'snapshot' ? emptyState() : state;
   const cutoff = frame.time - history;
-  return {
+  const next: ViewState = {
     frames: state.frames + 1,
     time: frame.time,
     interval: Number.isFinite(frame.interval) ? frame.interval : state.interval,
@@ -121,52 +143,77 @@ export function applyFrame(state: ViewState, value: unknown, limits: Limits = LI
     samples: pruneSamples(base.samples.concat(frame.samples ?? []), cutoff, limits.maxSamples),
     cluster: frame.cluster ?? null,
     workers: frame.workers ?? [],
-    tasks: pruneTasks(base.tasks.concat(frame.tasks ?? []), cutoff, limits.maxTasks),
+    tasks: base.tasks.concat(frame.tasks ?? []),
     progress: frame.progress ?? [],
     processes: frame.processes ?? null,
     waiting: frame.waiting ?? [],
     messages: frame.messages ?? [],
-    errors: []
+    errors: [],
+    clusterMemory: pruneSamples(
+      base.clusterMemory.concat(clusterMemoryPoint(frame)),
+      cutoff,
+      limits.maxSamples
+    ),
+    cleared: state.cleared
+  };
+  const kept = keepStopped(state, next);
+  // a stopped cluster's tasks stay whatever their age; a running one's follow the history
+  kept.tasks = pruneTasks(
+    kept.tasks,
+    kept.cluster?.state === 'stopped' ? -Infinity : cutoff,
+    limits.maxTasks
+  );
+  return kept;
+}
+
+/** `next`, keeping the cluster `prev` showed when the frames stopped naming it. */
+function keepStopped(prev: ViewState, next: ViewState): ViewState {
+  const shown = prev.cluster;
+  if (next.cluster === null && shown !== null && prev.cleared !== shown.address) {
+    return {
+      ...next,
+      cluster: {
+        ...shown,
+        state: 'stopped',
+        stopped_at: shown.stopped_at ?? prev.time ?? next.time
+      },
+      workers: next.workers.length > 0 ? next.workers : prev.workers,
+      tasks: prev.tasks.concat(next.tasks.filter(t => !prev.tasks.includes(t))),
+      progress: next.progress.length > 0 ? next.progress : prev.progress,
+      waiting: []
+    };
+  }
+  if (next.cluster?.state === 'stopped' && next.cleared === next.cluster.address) {
+    return { ...next, cluster: null, workers: [], tasks: [], progress: [], waiting: [] };
+  }
+  if (next.cluster !== null && next.cluster.state !== 'stopped') {
+    return { ...next, cleared: null };
+  }
+  return next;
+}
+
+/** Forget a stopped cluster's history (the Clear button): it is not shown again. */
+export function clearStopped(state: ViewState): ViewState {
+  const cluster = state.cluster;
+  if (cluster === null || cluster.state !== 'stopped') {
+    return state;
+  }
+  return {
+    ...state,
+    cluster: null,
+    workers: [],
+    tasks: [],
+    progress: [],
+    waiting: [],
+    cleared: cluster.address
   };
 }
 
-export interface Lane {
-  worker: string;
-  thread: number;
-  /** "<worker name> #<n>": n counts the worker's threads seen, from 1. */
-  label: string;
-}
-
-export function laneKey(worker: string, thread: number): string {
-  return `${worker}\u0000${thread}`;
-}
-
-// numeric: "worker-10" after "worker-2"; one fixed locale so the order is the same everywhere
-const collator = new Intl.Collator('en', { numeric: true });
-
-/** One lane per (worker, thread) that has rectangles, ordered by worker name then thread. */
-export function assignLanes(tasks: TaskRect[], workers: WorkerInfo[]): Lane[] {
-  const names = new Map(workers.map(w => [w.address, w.name || w.address]));
-  const threads = new Map<string, Set<number>>();
-  for (const task of tasks) {
-    let set = threads.get(task.worker);
-    if (set === undefined) {
-      set = new Set();
-      threads.set(task.worker, set);
-    }
-    set.add(task.thread);
+/** The state with its cluster marked stopped at `at` (its kernel went away: nothing more comes). */
+export function markStopped(state: ViewState, at: number): ViewState {
+  const cluster = state.cluster;
+  if (cluster === null || cluster.state === 'stopped') {
+    return state;
   }
-  const nameOf = (address: string): string => names.get(address) ?? address;
-  const addresses = [...threads.keys()].sort(
-    (a, b) => collator.compare(nameOf(a), nameOf(b)) || collator.compare(a, b)
-  );
-  return addresses.flatMap(address =>
-    [...(threads.get(address) ?? [])]
-      .sort((a, b) => a - b)
-      .map((thread, index) => ({
-        worker: address,
-        thread,
-        label: `${nameOf(address)} #${index + 1}`
-      }))
-  );
+  return { ...state, cluster: { ...cluster, state: 'stopped', stopped_at: at } };
 }

@@ -1,136 +1,222 @@
 /**
- * The view's CSS, as a string injected once per document: one source for both hosts, and the
- * widget bundle stays a single file. Colours come from JupyterLab's --jp-* variables, with
- * fallbacks that read on light and dark backgrounds (VS Code, Notebook 7, plain HTML).
+ * The view's CSS (and uPlot's), as a string injected once per document: one source for both
+ * hosts, and the widget bundle stays a single file. Colours come from JupyterLab's --jp-*
+ * variables with fallbacks for hosts without them (Voila without a theme, VS Code, plain HTML).
+ *
+ * Contrast (WCAG AA): text keeps the theme's foreground colours; states (warning, error,
+ * stopped) are marked by coloured borders, bars and badges beside the text, never by coloured
+ * text; buttons use JupyterLab's accept/warn colours, which carry white text at 4.5:1 or more.
  */
+import { UPLOT_CSS } from './uplot-css.generated';
 
 const STYLE_ID = 'gpudask-view-style';
 
 export const CSS = `
 .gpudask-view {
-  --gpudask-gutter: min(11rem, 35%);
   --gpudask-fg: var(--jp-ui-font-color1, currentColor);
-  --gpudask-muted: var(--jp-ui-font-color2, rgba(128, 128, 128, 1));
-  --gpudask-border: var(--jp-border-color2, rgba(128, 128, 128, 0.35));
-  --gpudask-track: var(--jp-layout-color3, rgba(128, 128, 128, 0.25));
-  --gpudask-util: #3b82f6;
-  --gpudask-memory: #f59e0b;
-  --gpudask-done: var(--jp-success-color1, #43a047);
-  --gpudask-error: var(--jp-error-color1, #e53935);
+  --gpudask-muted: var(--jp-ui-font-color2, currentColor);
+  --gpudask-bg: var(--jp-layout-color1, Canvas);
+  --gpudask-popup: var(--jp-layout-color0, Canvas);
+  --gpudask-border: var(--jp-border-color2, rgba(128, 128, 128, 0.4));
+  --gpudask-track: var(--jp-layout-color3, rgba(128, 128, 128, 0.3));
+  --gpudask-grid: rgba(128, 128, 128, 0.3);
+  --gpudask-accent: var(--jp-brand-color1, #1976d2);
+  --gpudask-ok: var(--jp-success-color1, #388e3c);
   --gpudask-warn: var(--jp-warn-color1, #f57c00);
+  --gpudask-error: var(--jp-error-color1, #d32f2f);
+  --gpudask-done: var(--jp-success-color1, #43a047);
   display: flex;
   flex-direction: column;
-  gap: 6px;
+  gap: 8px;
   box-sizing: border-box;
   min-width: 0;
+  max-width: 100%;
   padding: 6px;
   color: var(--gpudask-fg);
   font-family: var(--jp-ui-font-family, system-ui, sans-serif);
   font-size: var(--jp-ui-font-size1, 13px);
-  line-height: 1.3;
+  line-height: 1.35;
+  overflow-wrap: anywhere;
 }
 .gpudask-view *, .gpudask-view *::before, .gpudask-view *::after { box-sizing: border-box; }
 .gpudask-view [hidden] { display: none !important; }
-.gpudask-row {
-  display: grid;
-  grid-template-columns: var(--gpudask-gutter) minmax(0, 1fr);
-  column-gap: 8px;
-  align-items: start;
-}
-.gpudask-gutter { min-width: 0; overflow: hidden; }
-.gpudask-plot { min-width: 0; }
-.gpudask-ruler { height: 0; }
-.gpudask-plot canvas { display: block; width: 100%; }
+.gpudask-view section { min-width: 0; }
 .gpudask-muted { color: var(--gpudask-muted); }
-.gpudask-message.gpudask-error, .gpudask-erred { color: var(--gpudask-error); }
-.gpudask-message.gpudask-warn { color: var(--gpudask-warn); }
-.gpudask-controls { display: flex; flex-wrap: wrap; gap: 4px 12px; align-items: center; }
-.gpudask-controls input[type='number'] { width: 4.5em; }
-.gpudask-controls input, .gpudask-controls select, .gpudask-controls button {
+.gpudask-visually-hidden {
+  position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap;
+}
+.gpudask-section-title, .gpudask-chart-title {
+  margin: 0 0 2px;
+  font-size: 0.92em;
+  font-weight: 600;
+}
+.gpudask-view :focus-visible {
+  outline: 2px solid var(--gpudask-accent);
+  outline-offset: 2px;
+}
+
+/* header: the cluster, its actions, their outcome */
+.gpudask-header { display: flex; flex-direction: column; gap: 6px; }
+.gpudask-cluster {
+  display: flex; flex-wrap: wrap; align-items: center; gap: 4px 10px;
+  padding-left: 8px; border-left: 4px solid var(--gpudask-border);
+}
+.gpudask-cluster[data-level='ok'] { border-left-color: var(--gpudask-ok); }
+.gpudask-cluster[data-level='warn'] { border-left-color: var(--gpudask-warn); }
+.gpudask-cluster[data-level='error'] { border-left-color: var(--gpudask-error); }
+.gpudask-cluster[data-level='stopped'] { border-left-style: dashed; }
+.gpudask-cluster-text { min-width: 0; }
+.gpudask-dashboard { color: var(--jp-content-link-color, inherit); text-decoration: underline; }
+.gpudask-toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 6px 24px; }
+.gpudask-actionbar, .gpudask-controls, .gpudask-windowbar {
+  display: flex; flex-wrap: wrap; align-items: center; gap: 6px 8px;
+}
+.gpudask-scale { display: inline-flex; align-items: center; gap: 4px; }
+.gpudask-controls label { display: inline-flex; align-items: center; gap: 4px; }
+.gpudask-view .gpudask-button {
+  margin: 0;
+  height: auto;
+  min-height: 26px;
+  line-height: 1.2;
+  padding: 3px 10px;
+  font: inherit;
+  letter-spacing: normal;
+  border-radius: var(--jp-border-radius, 2px);
+  color: var(--jp-ui-font-color1, inherit);
+  background: var(--jp-layout-color2, rgba(128, 128, 128, 0.15));
+  border: 1px solid var(--jp-border-color1, rgba(128, 128, 128, 0.6));
+  cursor: pointer;
+}
+.gpudask-view .gpudask-button.jp-mod-accept {
+  color: #fff; border-color: transparent;
+  background: var(--jp-accept-color-normal, #1976d2);
+}
+.gpudask-view .gpudask-button.jp-mod-warn {
+  color: #fff; border-color: transparent;
+  background: var(--jp-warn-color-normal, #d32f2f);
+}
+.gpudask-view .gpudask-button:disabled { opacity: 0.45; cursor: not-allowed; }
+.gpudask-view .gpudask-button[aria-pressed='true'] {
+  border-color: var(--gpudask-accent);
+  box-shadow: inset 0 -3px 0 var(--gpudask-accent);
+}
+.gpudask-view input:not([type='checkbox']), .gpudask-view select {
   font: inherit;
   color: var(--jp-ui-font-color1, inherit);
   background: var(--jp-layout-color1, transparent);
-  border: 1px solid var(--gpudask-border);
+  border: 1px solid var(--jp-border-color1, rgba(128, 128, 128, 0.6));
   border-radius: 2px;
+  min-height: 24px;
 }
-.gpudask-controls button { padding: 1px 8px; cursor: pointer; }
-.gpudask-devices { display: flex; flex-direction: column; gap: 8px; }
-.gpudask-device { border-top: 1px solid var(--gpudask-border); padding-top: 4px; }
-.gpudask-device-title { font-weight: 600; }
-.gpudask-device-name, .gpudask-device-sensors, .gpudask-lane, .gpudask-prefix {
-  overflow: hidden;
-  text-overflow: ellipsis;
-  white-space: nowrap;
+.gpudask-view input[type='number'] { width: 4.5em; }
+.gpudask-view input[aria-invalid='true'] { border-color: var(--gpudask-error); }
+.gpudask-action-status:empty { display: none; }
+.gpudask-progress-text, .gpudask-result {
+  padding: 3px 8px; border-left: 4px solid var(--gpudask-accent); white-space: pre-wrap;
 }
-.gpudask-device-sensors { color: var(--gpudask-muted); font-size: 0.9em; }
-.gpudask-bars { display: grid; grid-template-columns: 1fr 1fr; gap: 6px; margin-bottom: 2px; }
-.gpudask-bar {
-  position: relative;
-  height: 1.35em;
-  background: var(--gpudask-track);
-  border-radius: 2px;
-  overflow: hidden;
+.gpudask-result.gpudask-failed { border-left-color: var(--gpudask-error); }
+.gpudask-result-title { font-weight: 600; }
+
+/* status lines: the level is the mark, the text keeps its contrast */
+.gpudask-messages { display: flex; flex-direction: column; gap: 3px; }
+.gpudask-messages:empty { display: none; }
+.gpudask-message { padding-left: 8px; border-left: 4px solid var(--gpudask-accent); }
+.gpudask-message.gpudask-warn { border-left-color: var(--gpudask-warn); }
+.gpudask-message.gpudask-error { border-left-color: var(--gpudask-error); font-weight: 600; }
+
+/* GPUs now: one line per GPU where there is room, a block per GPU in a sidebar */
+.gpudask-devices { display: flex; flex-direction: column; gap: 4px; }
+.gpudask-device {
+  min-width: 0; border-top: 1px solid var(--gpudask-border); padding-top: 4px;
+  display: grid; grid-template-columns: minmax(9em, 15em) minmax(0, 1fr) minmax(0, 1.6fr) minmax(9em, 15em);
+  column-gap: 12px; align-items: end;
 }
-.gpudask-bar-fill { height: 100%; width: 0; background: var(--gpudask-util); opacity: 0.75; }
-.gpudask-memory .gpudask-bar-fill { background: var(--gpudask-memory); }
-.gpudask-done .gpudask-bar-fill { background: var(--gpudask-done); }
-.gpudask-bar-text {
-  position: absolute;
-  inset: 0 4px;
-  white-space: nowrap;
-  overflow: hidden;
-  text-overflow: ellipsis;
-  font-size: 0.9em;
-  line-height: 1.35em;
-}
-.gpudask-lane { font-size: 10px; color: var(--gpudask-muted); }
-.gpudask-ticks { display: flex; justify-content: space-between; font-size: 0.85em; color: var(--gpudask-muted); }
-.gpudask-legend { display: flex; flex-direction: column; gap: 2px; }
-.gpudask-prefixes { display: flex; flex-wrap: wrap; gap: 2px 10px; }
-.gpudask-legend-item { display: inline-flex; align-items: center; gap: 4px; }
-.gpudask-swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px; }
-.gpudask-recent { overflow-wrap: anywhere; }
-.gpudask-key { font-family: var(--jp-code-font-family, monospace); margin-right: 8px; }
-.gpudask-progress { display: flex; flex-direction: column; gap: 2px; }
-.gpudask-progress-row {
+.gpudask-device .gpudask-bars { display: contents; }
+.gpudask-device-head { align-self: center; }
+.gpudask-compact .gpudask-device, .gpudask-narrow .gpudask-device { display: block; }
+.gpudask-compact .gpudask-device .gpudask-bars, .gpudask-narrow .gpudask-device .gpudask-bars {
   display: grid;
-  grid-template-columns: var(--gpudask-gutter) minmax(4em, 1fr) auto;
-  column-gap: 8px;
-  align-items: center;
 }
-.gpudask-counts { display: inline-flex; gap: 8px; font-size: 0.9em; }
-.gpudask-workers { display: block; overflow-x: auto; border-collapse: collapse; font-size: 0.9em; }
-.gpudask-workers th, .gpudask-workers td {
-  text-align: left;
-  padding: 1px 6px 1px 0;
-  border-bottom: 1px solid var(--gpudask-border);
-  white-space: nowrap;
+.gpudask-device-head { display: flex; align-items: baseline; flex-wrap: wrap; gap: 0 6px; min-width: 0; }
+.gpudask-device-title { font-weight: 600; white-space: nowrap; }
+.gpudask-device-name, .gpudask-prefix, .gpudask-worker-name {
+  min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
 }
+.gpudask-device-sensors { color: var(--gpudask-muted); font-size: 0.92em; }
+.gpudask-bars { display: grid; grid-template-columns: minmax(0, 1fr); gap: 3px; margin: 3px 0; }
+.gpudask-bar { min-width: 0; }
+.gpudask-bar-text { display: block; font-size: 0.92em; }
+.gpudask-bar-track {
+  display: flex; height: 6px; border-radius: 3px; overflow: hidden; background: var(--gpudask-track);
+}
+.gpudask-bar-fill { height: 100%; width: 0; flex: none; background: var(--gpudask-accent); }
+.gpudask-device .gpudask-bar-fill-0 { background: var(--gpudask-device-color, var(--gpudask-accent)); }
+.gpudask-memory .gpudask-bar-fill-1 {
+  background: repeating-linear-gradient(135deg, var(--gpudask-device-color, #888) 0 2px, transparent 2px 5px);
+}
+.gpudask-done .gpudask-bar-fill-0 { background: var(--gpudask-done); }
+.gpudask-done .gpudask-bar-fill-1 { background: var(--gpudask-error); }
+.gpudask-swatch {
+  display: inline-block; flex: none; width: 0.8em; height: 0.8em; border-radius: 2px;
+  margin-right: 4px; vertical-align: -0.05em;
+}
+.gpudask-swatch-error { outline: 2px solid #e53935; outline-offset: -2px; }
+
+/* charts */
+.gpudask-gpu-charts { display: flex; flex-direction: column; gap: 6px; }
+.gpudask-chart-plot { position: relative; }
+.gpudask-view .uplot { font-family: inherit; width: auto; }
+.gpudask-view .u-select { background: rgba(128, 128, 128, 0.2); }
+.gpudask-readout { font-size: 0.92em; min-height: 1.3em; font-variant-numeric: tabular-nums; }
+.gpudask-stopped .uplot canvas, .gpudask-stopped .gpudask-bar-track { filter: grayscale(1); opacity: 0.6; }
+.gpudask-tooltip {
+  position: absolute; z-index: 10; max-width: min(320px, 90%); padding: 4px 8px;
+  pointer-events: none; font-size: 0.92em;
+  color: var(--gpudask-fg); background: var(--gpudask-popup);
+  border: 1px solid var(--jp-border-color1, rgba(128, 128, 128, 0.6)); border-radius: 3px;
+  box-shadow: 0 1px 4px rgba(0, 0, 0, 0.3);
+}
+.gpudask-tooltip-title { font-weight: 600; }
+.gpudask-legend { display: flex; flex-direction: column; gap: 2px; margin-top: 4px; font-size: 0.92em; }
+.gpudask-legend-prefixes, .gpudask-legend-actions { display: flex; flex-wrap: wrap; gap: 2px 12px; }
+.gpudask-legend-item { display: inline-flex; align-items: center; min-width: 0; }
+.gpudask-window-text { font-size: 0.92em; }
+
+/* progress, recent work */
+.gpudask-progress, .gpudask-recent { display: flex; flex-direction: column; gap: 3px; }
+.gpudask-progress-row, .gpudask-recent-row {
+  display: grid; grid-template-columns: minmax(6em, 14em) minmax(0, 1fr); column-gap: 8px; align-items: center;
+}
+.gpudask-compact .gpudask-progress-row, .gpudask-compact .gpudask-recent-row { grid-template-columns: minmax(0, 1fr); }
+.gpudask-prefix { display: flex; align-items: center; }
+.gpudask-recent-facts { font-size: 0.92em; }
+
+/* workers */
+.gpudask-worker-table { border-collapse: collapse; font-size: 0.92em; width: 100%; overflow-wrap: normal; }
+.gpudask-worker-table th, .gpudask-worker-table td {
+  text-align: left; padding: 2px 8px 2px 0; border-bottom: 1px solid var(--gpudask-border);
+  vertical-align: top;
+}
+.gpudask-worker-table th { font-weight: 600; white-space: nowrap; }
+.gpudask-worker-table .gpudask-bar { min-width: 7em; }
+.gpudask-worker-card {
+  display: flex; flex-direction: column; gap: 2px; padding: 4px 0;
+  border-bottom: 1px solid var(--gpudask-border); min-width: 0;
+}
+.gpudask-badge {
+  display: inline-block; padding: 0 4px; border: 1px solid var(--gpudask-warn); border-radius: 3px;
+  font-size: 0.85em; font-weight: 600;
+}
+.gpudask-processes { font-size: 0.92em; }
+
+/* the JupyterLab panel around the view */
 .gpudask-panel {
   background: var(--jp-layout-color1, transparent);
   color: var(--jp-ui-font-color1, inherit);
   font-size: var(--jp-ui-font-size1, 13px);
 }
-.gpudask-actions { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; padding: 6px 6px 0; }
-.gpudask-heading { font-weight: 600; margin-right: auto; text-transform: uppercase; font-size: 0.9em; }
-.gpudask-actions button {
-  font: inherit;
-  padding: 2px 10px;
-  cursor: pointer;
-  color: var(--jp-ui-font-color1, inherit);
-  background: var(--jp-layout-color2, transparent);
-  border: 1px solid var(--jp-border-color1, rgba(128, 128, 128, 0.5));
-  border-radius: 2px;
-}
-.gpudask-actions button:disabled { opacity: 0.5; cursor: default; }
-.gpudask-outcome {
-  padding: 4px 6px 0;
-  white-space: pre-wrap;
-  overflow-wrap: anywhere;
-  font-family: var(--jp-code-font-family, monospace);
-  font-size: 0.9em;
-}
-.gpudask-outcome:empty { display: none; }
+.gpudask-panel-bar { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; padding: 6px 6px 0; }
+.gpudask-heading { font-weight: 600; margin: 0 auto 0 0; text-transform: uppercase; font-size: 0.92em; }
 `;
 
 /** Add the stylesheet to this document unless it is there already. */
@@ -140,6 +226,6 @@ export function injectStyle(doc: Document): void {
   }
   const style = doc.createElement('style');
   style.id = STYLE_ID;
-  style.textContent = CSS;
+  style.textContent = `${UPLOT_CSS}\n${CSS}`;
   (doc.head ?? doc.documentElement).appendChild(style);
 }

@@ -1,0 +1,216 @@
+/**
+ * Cluster actions (start, stop, restart, scale, detach): which are offered for the cluster
+ * shown, and the life of one request (sent, waiting behind a running cell, running, done), as
+ * pure state. The host runs them in the kernel (lab/runner.ts, the widget's comm) and reports
+ * `started` and the result; actionbar.ts draws this state.
+ */
+import { ClusterInfo } from './frame';
+import { formatSeconds } from './format';
+
+export const ACTIONS = ['start', 'stop', 'restart', 'scale', 'detach'] as const;
+export type ActionName = (typeof ACTIONS)[number];
+
+/** The cluster as the kernel describes it after an action (null: no cluster now). */
+export interface ResultCluster {
+  state: string;
+  mode: string;
+  address: string;
+  workers: number;
+  dashboard: string | null;
+}
+
+/** What the kernel answers to an action (GPUDASK_CONTROL_RESULT / control-result). */
+export interface ActionResult {
+  ok: boolean;
+  action: string;
+  text: string;
+  cluster: ResultCluster | null;
+}
+
+export type Phase =
+  | { kind: 'idle' }
+  | { kind: 'waiting'; id: number; action: ActionName; n: number | null; since: number }
+  | { kind: 'running'; id: number; action: ActionName; n: number | null; since: number }
+  | { kind: 'done'; id: number; action: ActionName; result: ActionResult; at: number };
+
+/** A request not started this long after it was sent is said to wait behind a running cell. */
+export const WAIT_HINT_SECONDS = 1;
+
+export interface Offer {
+  visible: boolean;
+  enabled: boolean;
+  /** Why not enabled (the button's title), or what it does. */
+  title: string;
+}
+
+const LIVE = new Set(['running', 'connecting', 'unreachable']);
+
+/** Which actions the bar offers for `cluster`, given a kernel to run them in and the phase. */
+export function offers(
+  cluster: ClusterInfo | null,
+  hasKernel: boolean,
+  phase: Phase
+): Record<ActionName, Offer> {
+  const busy = phase.kind === 'waiting' || phase.kind === 'running';
+  const live = cluster !== null && LIVE.has(cluster.state);
+  const attached = cluster?.mode === 'attached';
+  const why = !hasKernel ? 'No kernel to run it in.' : busy ? 'Another action is running.' : '';
+  const offer = (visible: boolean, possible: boolean, title: string, not: string): Offer => ({
+    visible,
+    enabled: visible && possible && why === '',
+    title: why || (possible ? title : not)
+  });
+  return {
+    start: offer(
+      !attached || !live,
+      !live,
+      'Start a Dask cluster in this kernel (%gpu_cluster start).',
+      'A cluster runs already: stop it first.'
+    ),
+    stop: offer(live && !attached, live, "Stop this kernel's cluster.", 'No cluster runs.'),
+    restart: offer(live, cluster?.state === 'running', 'Restart the workers.', 'Not running.'),
+    scale: offer(
+      live && !attached,
+      cluster?.state === 'running',
+      'Set the number of workers.',
+      'Not running.'
+    ),
+    detach: offer(
+      live && attached,
+      live,
+      'Disconnect from the attached scheduler (it keeps running).',
+      'Not attached.'
+    )
+  };
+}
+
+const VERB: Record<ActionName, string> = {
+  start: 'Starting a cluster',
+  stop: 'Stopping the cluster',
+  restart: 'Restarting the workers',
+  scale: 'Scaling',
+  detach: 'Detaching'
+};
+
+/** The line shown while an action is under way, with its elapsed seconds. */
+export function progressText(phase: Phase, now: number): string | null {
+  if (phase.kind !== 'waiting' && phase.kind !== 'running') {
+    return null;
+  }
+  const verb =
+    phase.action === 'scale' ? `Scaling to ${phase.n ?? '?'} workers` : VERB[phase.action];
+  const elapsed = Math.max(0, Math.floor(now - phase.since));
+  if (phase.kind === 'waiting' && now - phase.since >= WAIT_HINT_SECONDS) {
+    return `${verb}… ${elapsed} s: waiting for the cell that is running in this kernel to finish.`;
+  }
+  return `${verb}… ${elapsed} s`;
+}
+
+/** The result as lines of text: a heading, the kernel's words, then the cluster's facts. */
+export function resultLines(action: ActionName, result: ActionResult): string[] {
+  const name = action[0].toUpperCase() + action.slice(1);
+  const lines = [result.ok ? `${name}: done.` : `${name} failed.`];
+  if (result.text.trim()) {
+    lines.push(result.text.trim());
+  }
+  const c = result.cluster;
+  if (c) {
+    const workers = `${c.workers} worker${c.workers === 1 ? '' : 's'}`;
+    lines.push(`Cluster: ${c.state} (${c.mode}), ${workers}, ${c.address}`);
+  } else if (result.ok) {
+    lines.push('No cluster now.');
+  }
+  return lines;
+}
+
+/** A result read from untrusted JSON; null when it does not have the protocol's shape. */
+export function parseResult(value: unknown): ActionResult | null {
+  if (typeof value !== 'object' || value === null) {
+    return null;
+  }
+  const v = value as Record<string, unknown>;
+  if (typeof v.ok !== 'boolean' || typeof v.text !== 'string') {
+    return null;
+  }
+  let cluster: ResultCluster | null = null;
+  if (typeof v.cluster === 'object' && v.cluster !== null) {
+    const c = v.cluster as Record<string, unknown>;
+    cluster = {
+      state: String(c.state ?? ''),
+      mode: String(c.mode ?? ''),
+      address: String(c.address ?? ''),
+      workers: Number.isFinite(Number(c.workers)) ? Number(c.workers) : 0,
+      dashboard: typeof c.dashboard === 'string' && c.dashboard ? c.dashboard : null
+    };
+  }
+  return { ok: v.ok, action: String(v.action ?? ''), text: v.text, cluster };
+}
+
+/** Seconds of an action that took `seconds`, for the result line. */
+export function tookText(seconds: number): string {
+  return `took ${formatSeconds(seconds)}`;
+}
+
+/**
+ * One action at a time: `request` refuses while one is under way. `now` is injected so tests
+ * drive the clock.
+ */
+export class ActionMachine {
+  private phaseValue: Phase = { kind: 'idle' };
+  private nextId = 1;
+
+  constructor(private readonly now: () => number = () => Date.now() / 1000) {}
+
+  get phase(): Phase {
+    return this.phaseValue;
+  }
+
+  get busy(): boolean {
+    return this.phaseValue.kind === 'waiting' || this.phaseValue.kind === 'running';
+  }
+
+  /** A new request's id, or null while another runs. */
+  request(action: ActionName, n: number | null = null): number | null {
+    if (this.busy) {
+      return null;
+    }
+    const id = this.nextId++;
+    this.phaseValue = { kind: 'waiting', id, action, n, since: this.now() };
+    return id;
+  }
+
+  /** The kernel began the action (false: not the current request). */
+  started(id: number): boolean {
+    const p = this.phaseValue;
+    if (p.kind !== 'waiting' || p.id !== id) {
+      return false;
+    }
+    this.phaseValue = { ...p, kind: 'running' };
+    return true;
+  }
+
+  /** The kernel's answer (false: not the current request). */
+  finish(id: number, result: ActionResult): boolean {
+    const p = this.phaseValue;
+    if ((p.kind !== 'waiting' && p.kind !== 'running') || p.id !== id) {
+      return false;
+    }
+    this.phaseValue = { kind: 'done', id, action: p.action, result, at: this.now() };
+    return true;
+  }
+
+  /** The request cannot finish (the kernel went away): it ends as failed, with `why`. */
+  abort(why: string): void {
+    const p = this.phaseValue;
+    if (p.kind === 'waiting' || p.kind === 'running') {
+      this.finish(p.id, { ok: false, action: p.action, text: why, cluster: null });
+    }
+  }
+
+  /** Forget the last result (a new cluster in focus). */
+  clear(): void {
+    if (!this.busy) {
+      this.phaseValue = { kind: 'idle' };
+    }
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The sections of the view, top to bottom, and one paint of all of them from the view's state:
+ * the cluster and its actions, the status lines, the settings, the GPUs now, the time window,
+ * the GPU charts, the task stream with its legend, progress, recent work and the workers.
+ */
+import { ChartParts } from './charts';
+import { ClusterActions } from './clusteractions';
+import { ClusterLine } from './cluster';
+import { Controls, ControlsSection } from './controls';
+import { DevicesSection } from './devices';
+import { el } from './dom';
+import { TaskRect } from './frame';
+import { GpuCharts, gpuColor } from './gpucharts';
+import { Legend, RecentWork } from './legend';
+import { Liveness } from './liveness';
+import { MessagesSection, statusLines } from './messages';
+import { ProcessesSection } from './processes';
+import { ProgressSection } from './progress';
+import { ViewState } from './state';
+import { TaskChart } from './taskchart';
+import { TimeRange, WindowMode } from './timewindow';
+import { WindowBar } from './windowbar';
+import { WorkerLayout, WorkersSection } from './workers';
+
+export interface SectionHooks {
+  signal: AbortSignal;
+  controls: () => Controls;
+  onControl: (change: Partial<Controls>) => void;
+  onClear: () => void;
+  onWindow: (mode: WindowMode) => void;
+  chartParts: ChartParts;
+  actions: ClusterActions;
+}
+
+/** Everything one paint draws from. */
+export interface PaintInput {
+  state: ViewState;
+  controls: Controls;
+  hostMessages: string[];
+  clusterHint: string | null;
+  liveness: Liveness;
+  mode: WindowMode;
+  range: TimeRange;
+  /** The content width, CSS px. */
+  width: number;
+  colors: ReadonlyMap<string, string>;
+  /** The task rectangles in the window. */
+  rects: TaskRect[];
+}
+
+/** What a paint drew: the view's data attributes. */
+export interface Drawn {
+  devices: number;
+  gpuLines: number;
+  rects: number;
+  lanes: number;
+  workerLayout: WorkerLayout;
+}
+
+export class Sections {
+  readonly nodes: HTMLElement[];
+  private readonly cluster: ClusterLine;
+  private readonly actions: ClusterActions;
+  private readonly messages = new MessagesSection();
+  private readonly controls: ControlsSection;
+  private readonly devices = new DevicesSection();
+  private readonly processes = new ProcessesSection();
+  private readonly windowBar: WindowBar;
+  private readonly gpuCharts: GpuCharts;
+  private readonly stream: TaskChart;
+  private readonly legend = new Legend();
+  private readonly progress = new ProgressSection();
+  private readonly recent = new RecentWork();
+  private readonly workers = new WorkersSection();
+
+  constructor(hooks: SectionHooks) {
+    this.cluster = new ClusterLine(hooks.onClear, hooks.signal);
+    this.actions = hooks.actions;
+    this.controls = new ControlsSection(hooks.controls, hooks.onControl, hooks.signal);
+    this.windowBar = new WindowBar(hooks.onWindow, hooks.signal);
+    this.gpuCharts = new GpuCharts(hooks.chartParts);
+    this.stream = new TaskChart(hooks.chartParts);
+    this.stream.node.append(this.legend.node);
+    const header = el('div', 'gpudask-header');
+    header.append(this.cluster.node, this.actions.bar.node, this.actions.bar.status);
+    // the time window and the panel's settings share a line where there is room
+    const toolbar = el('div', 'gpudask-toolbar');
+    toolbar.append(this.windowBar.node, this.controls.node);
+    this.nodes = [
+      header,
+      this.messages.node,
+      this.devices.node,
+      this.processes.node,
+      toolbar,
+      this.gpuCharts.node,
+      this.stream.node,
+      this.progress.node,
+      this.recent.node,
+      this.workers.node
+    ];
+  }
+
+  /** The task tooltip's text ("" when none is shown). */
+  get hoverText(): string {
+    return this.stream.hoverText;
+  }
+
+  paint(input: PaintInput): Drawn {
+    const { state, controls, width, colors, rects } = input;
+    this.cluster.update(state.cluster, state.workers.length, input.clusterHint);
+    const reachable = input.liveness.kind !== 'gone';
+    this.actions.show(state.cluster, state.workers.length, Date.now() / 1000, reachable);
+    this.messages.update(
+      statusLines(state, {
+        host: input.hostMessages,
+        paused: controls.paused,
+        liveness: input.liveness
+      })
+    );
+    this.controls.show(controls);
+    const devices = this.devices.update(state.devices, state.samples, gpuColor);
+    this.processes.update(controls.processes, state.processes, state.devices, state.nvml);
+    const gpuLines = this.gpuCharts.update(state, state.devices, width);
+    // no cluster and nothing drawn: an empty stream says nothing the cluster line does not
+    const noStream = state.cluster === null && state.tasks.length === 0;
+    this.stream.node.hidden = noStream;
+    this.windowBar.node.hidden = noStream && devices === 0;
+    this.windowBar.show(input.mode, input.range);
+    const drawn = noStream
+      ? { rects: 0, lanes: 0 }
+      : this.stream.update(rects, state.workers, colors, width);
+    this.legend.update(rects, colors);
+    this.progress.update(state.progress, colors);
+    this.recent.update(rects, colors);
+    const workerLayout = this.workers.update(state.workers, width);
+    return { devices, gpuLines, ...drawn, workerLayout };
+  }
+
+  destroy(): void {
+    this.gpuCharts.destroy();
+    this.stream.destroy();
+  }
+}

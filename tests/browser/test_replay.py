@@ -1,0 +1,140 @@
+"""Replayed GPU frames in JupyterLab: the sidebar (frame route answered from a recording) and the
+panel widget (the package's panel.js fed by a replaying kernel side) draw the GPU charts without
+a GPU; layout at 250 and 450 px, light and dark themes, a projector-sized window, hover, and
+accessibility (axe-core: no serious or critical violation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import open_page
+from lab_support import (
+    ARTIFACTS,
+    Lab,
+    axe_violations,
+    hover_task,
+    run_all,
+    set_theme,
+    shot,
+    sidebar_width,
+    view_data,
+    wait_drawn,
+)
+from replay import load
+
+pytestmark = pytest.mark.timeout(600)
+
+SIDEBAR = "#gpudask-sidebar"
+PANEL = ".jp-OutputArea"
+CELLS = [
+    "import replay\npanel = replay.replay_widget()\npanel",
+    "print('replaying')",
+]
+
+
+def _gpus() -> int:
+    frames = load()
+    return len(frames[-1]["devices"])
+
+
+def _open_sidebar(page: Any) -> None:
+    """Show the sidebar (a restored workspace may show it already: a click would hide it)."""
+    page.wait_for_selector(f'.lm-TabBar-tab[data-id="{SIDEBAR[1:]}"]', timeout=60_000)
+    if not page.locator(f"{SIDEBAR} .gpudask-view").is_visible():
+        page.locator(f'.lm-TabBar-tab[data-id="{SIDEBAR[1:]}"]').click()
+    page.wait_for_selector(f"{SIDEBAR} .gpudask-view", timeout=30_000)
+
+
+def _no_sideways_scroll(page: Any, scope: str) -> None:
+    sizes = page.evaluate(
+        """scope => [...document.querySelectorAll(scope + ', ' + scope + ' .gpudask-view')]
+            .map(n => [n.scrollWidth, n.clientWidth])""",
+        scope,
+    )
+    for scroll, client in sizes:
+        assert scroll <= client, f"{scope} scrolls sideways: {scroll} > {client}"
+
+
+def _element_shot(page: Any, selector: str, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(selector).first.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: Any) -> None:
+    gpus = _gpus()
+    page = open_page(browser, 1600, 1800)  # tall: element screenshots show whole views
+    run_all(page, replay_lab, replay_lab.notebook("replay.ipynb", CELLS), "replaying")
+
+    # the widget: the package's panel.js, with replayed GPU frames
+    drawn = wait_drawn(page, PANEL, gpu_lines=gpus)
+    assert int(drawn["devices"]) == gpus
+    assert drawn["liveness"] == "live"
+    tooltip = hover_task(page, PANEL)
+    for word in ("key ", "worker ", "thread ", "start ", "duration "):
+        assert word in tooltip, tooltip
+    page.locator(f"{PANEL} .gpudask-view").first.scroll_into_view_if_needed()
+    _element_shot(page, f"{PANEL} .gpudask-view", "panel-light")
+    assert axe_violations(page, f"{PANEL} .gpudask-view") == []
+    page.set_viewport_size({"width": 1400, "height": 1800})  # the README's picture: docs/panel.png
+    page.wait_for_timeout(1000)
+    _no_sideways_scroll(page, f"{PANEL} .gpudask-view")
+    _element_shot(page, f"{PANEL} .gpudask-view", "panel-light-1400")
+    page.set_viewport_size({"width": 1600, "height": 1800})
+
+    # the sidebar, fed by the replaying server extension
+    _open_sidebar(page)
+    drawn = wait_drawn(page, SIDEBAR, gpu_lines=gpus)
+    assert int(drawn["devices"]) == gpus
+    charts = page.evaluate(
+        """scope => [...document.querySelectorAll(scope + ' .uplot')]
+            .map(c => c.dataset.plotLeft + '/' + c.dataset.plotWidth)""",
+        SIDEBAR,
+    )
+    assert len(charts) == 3 and len(set(charts)) == 1, charts  # one time axis
+    for width in (450, 250):
+        sidebar_width(page, width)
+        page.wait_for_timeout(800)
+        _no_sideways_scroll(page, SIDEBAR)
+        if width == 250:
+            assert view_data(page, SIDEBAR)["layout"] == "compact"
+        _element_shot(page, SIDEBAR, f"sidebar-{width}")
+    shot(page, "lab-replay-light")
+    assert axe_violations(page, SIDEBAR) == []
+
+    set_theme(page, replay_lab, dark=True)
+    wait_drawn(page, PANEL, gpu_lines=gpus, timeout=120_000)
+    _open_sidebar(page)
+    wait_drawn(page, SIDEBAR, gpu_lines=gpus)
+    sidebar_width(page, 250)
+    _no_sideways_scroll(page, SIDEBAR)
+    _element_shot(page, SIDEBAR, "sidebar-250-dark")
+    page.locator(f"{PANEL} .gpudask-view").first.scroll_into_view_if_needed()
+    _element_shot(page, f"{PANEL} .gpudask-view", "panel-dark")
+    shot(page, "lab-replay-dark")
+    assert axe_violations(page, SIDEBAR) == []
+    assert axe_violations(page, f"{PANEL} .gpudask-view") == []
+    set_theme(page, replay_lab, dark=False)
+    assert page.dialogs == []
+    page.context.close()
+
+
+def test_projector_window_with_the_panel_open(replay_lab: Lab, browser: Any) -> None:
+    """1280 x 720: the notebook and the main-area panel side by side, as on a projector."""
+    gpus = _gpus()
+    page = open_page(browser, 1280, 720)
+    page.goto(replay_lab.notebook("projector.ipynb", ["1 + 1"]))
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+    _open_sidebar(page)
+    page.locator(f"{SIDEBAR} .gpudask-open").click()
+    main = "#gpudask-main-panel"
+    page.wait_for_selector(f"{main} .gpudask-view", timeout=30_000)
+    drawn = wait_drawn(page, main, gpu_lines=gpus)
+    assert int(drawn["devices"]) == gpus
+    page.locator(f'.lm-TabBar-tab[data-id="{SIDEBAR[1:]}"]').click()  # close the sidebar
+    page.wait_for_timeout(800)
+    assert not page.locator(f"{SIDEBAR} .gpudask-view").is_visible()
+    _no_sideways_scroll(page, main)
+    shot(page, "projector-1280x720")
+    assert axe_violations(page, main) == []
+    page.context.close()
