@@ -60,6 +60,9 @@ def _serve(
         JUPYTER_RUNTIME_DIR=str(runtime),
         PATH=path,
         JUPYTER_PATH=str(base / "data"),
+        # the views are tested with a dashboard to link to, whoever else has an account here
+        # (the shared-machine default, no dashboard, is tested in tests/test_cluster_security.py)
+        DASK_GPUDASK__SHARED_MACHINE="false",
         **(extra_env or {}),
     )
     settings = base / "settings" / "@jupyterlab" / "apputils-extension"

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-#: recordings in the order the tests prefer them: real GPUs first, then the CPU ones
-PREFERRED = ("frames_h200.json", "frames_cpu.json", "frames_sample.json")
+#: recordings in the order the tests prefer them: real GPUs, then made-up GPUs, then no GPU
+PREFERRED = ("frames_h200.json", "frames_sample.json", "frames_cpu.json")
 
 
 def fixture_path() -> Path:

@@ -21,7 +21,7 @@ class ReplayMonitor:
         self._replayer = Replayer()
         self._count = 0
 
-    def request(self, consumer: str, interval: float) -> None:
+    def request(self, consumer: str, interval: float, kernel: str = "") -> None:
         pass
 
     def frame(self, key: str, since: Any = None, history: float | None = None) -> tuple[Any, Any]:

@@ -33,7 +33,8 @@ CELLS = [
     "total = sum(client.gather(futures))\n"
     "held = client.map(lambda x: x + 1, range(20), key=[f'held-{i}' for i in range(20)])\n"
     "wait(held)\n"
-    f"client.submit(lambda: 1, key={XSS_KEY!r}).result()\n"
+    f"xss = client.submit(lambda: 1, key={XSS_KEY!r})\n"  # held: the counts stay put
+    "xss.result()\n"
     "print('done', total)",
     "import json\n"
     "def _held(dask_scheduler):\n"
