@@ -17,24 +17,23 @@ from .gpus import parse_spec
 from .units import parse_bytes, parse_seconds
 
 
-def positive_int(text: str) -> int:
+def _whole_number(text: str, what: str, least: int) -> int:
+    """``text`` as an int of at least ``least``; the error names ``what`` was expected."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {least} or more, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _whole_number(text, "a whole number", 1)
 
 
 def worker_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of workers, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _whole_number(text, "a number of workers", 0)
 
 
 def gpu_list(text: str) -> list[int | str]:
@@ -108,10 +107,4 @@ def variable_name(text: str) -> str:
 
 
 def gpu_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a GPU number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _whole_number(text, "a GPU number", 0)

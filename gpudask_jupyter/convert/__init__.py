@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from .. import config
@@ -61,17 +62,17 @@ def forget_notices() -> None:
         _told.clear()
 
 
-def _convert(obj: Any, direction: Direction, device: int | None, require_gpu: bool | None) -> Any:
-    """The magic's transaction on a namespace of one name, ``argument``."""
+def _one(obj: Any, convert: Callable[..., Any], require_gpu: bool | None, **options: Any) -> Any:
+    """A transaction on a namespace of one name, ``argument``: what the functions share with
+    the magics. ``convert`` is :func:`convert_names` or one of :mod:`.distribute`'s."""
     namespace = {"argument": obj}
-    _, unavailable = convert_names(
+    _, unavailable = convert(
         namespace,
         ["argument"],
-        direction,
-        device=device,
         require_gpu=config.require_gpu(require_gpu),
         required_by="require_gpu=True" if require_gpu else "the require-gpu option",
         leave_on_host="keep it on the host",
+        **options,
     )
     _warn(unavailable, 3)
     return namespace["argument"]
@@ -106,21 +107,10 @@ def to_gpu(
     at least one per worker).
     """
     if not distribute:
-        return _convert(obj, "gpu", device, require_gpu)
+        return _one(obj, convert_names, require_gpu, direction="gpu", device=device)
     from .distribute import distribute_names
 
-    namespace = {"argument": obj}
-    _, unavailable = distribute_names(
-        namespace,
-        ["argument"],
-        client=client,
-        npartitions=npartitions,
-        require_gpu=config.require_gpu(require_gpu),
-        required_by="require_gpu=True" if require_gpu else "the require-gpu option",
-        leave_on_host="keep it on the host",
-    )
-    _warn(unavailable, 2)
-    return namespace["argument"]
+    return _one(obj, distribute_names, require_gpu, client=client, npartitions=npartitions)
 
 
 def to_cpu(obj: Any, *, gather: bool = False, client: Any = None) -> Any:
@@ -130,7 +120,7 @@ def to_cpu(obj: Any, *, gather: bool = False, client: Any = None) -> Any:
     (computed on the cluster first if it is not persisted).
     """
     if not gather:
-        return _convert(obj, "cpu", None, False)
+        return _one(obj, convert_names, False, direction="cpu")
     from .distribute import gather_names
 
     namespace = {"argument": obj}
