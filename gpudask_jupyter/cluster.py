@@ -1,11 +1,13 @@
-"""The kernel's Dask cluster: start one worker per GPU, or attach to an existing scheduler.
+"""The kernel's Dask cluster: start one worker per GPU, attach to an existing scheduler, or join
+this machine's GPUs to a scheduler that runs elsewhere.
 
 Dask distributed is the engine; this module keeps the one :class:`ClusterSession` of this process,
 records it in the per-kernel registry for the server extension, and guarantees that what the
 kernel started is closed again, worker processes included, whatever state the client and the
 scheduler are in (``stop``, ``%unload_ext``, the kernel's shutdown request or SIGTERM through
 :mod:`.shutdown`, interpreter exit). A cluster this kernel merely attached to is never shut down
-from here, only disconnected from. What to start (which GPUs, which fallback, which keywords) is
+from here, only disconnected from; one it joined is left by its own workers alone
+(:mod:`.cluster_join`). What to start (which GPUs, which fallback, which keywords) is
 decided in :mod:`.cluster_options`, who may reach it in :mod:`.cluster_security`; the library's
 objects are made and closed by :mod:`.cluster_connect`; the tables that describe a session are
 drawn by :mod:`.cluster_tables`.
@@ -32,10 +34,12 @@ from .cluster_connect import (
     http_routes,
     launch,
     prune_registry,
+    wait_for_count,
 )
+from .cluster_join import QUICK_RETIRE, JoinedWorkers, Retirement, worker_name
 from .cluster_options import (
     ATTACH_TIMEOUT,
-    AttachTarget,
+    LEAVE_TIMEOUT,
     StartOptions,
     Warn,
     check_cpu_workers,
@@ -44,6 +48,7 @@ from .cluster_options import (
 )
 from .cluster_security import Access
 from .cluster_tables import GpuBindings
+from .cluster_target import AttachTarget
 from .errors import ClusterError
 from .kernel import kernel_id
 from .units import format_seconds
@@ -60,7 +65,7 @@ def _stderr(message: str) -> None:
 
 
 class ClusterSession:
-    """The cluster this kernel started or attached to, and the Client that talks to it."""
+    """The cluster this kernel started, attached to or joined, and the Client that talks to it."""
 
     def __init__(
         self,
@@ -77,6 +82,7 @@ class ClusterSession:
         self.cpu_reason = cpu_reason
         self.tls_files = tls_files
         self.access = access  # None for an attached cluster: who reaches it was decided there
+        self.joined: JoinedWorkers | None = None  # the workers this kernel lent (join)
         self.kernel_id = kernel_id()
         self.gpu_bindings = GpuBindings()
         self.cpu_workers_allowed: int | None = None  # beyond the cores: --oversubscribe
@@ -86,6 +92,7 @@ class ClusterSession:
         self._address = str(client.scheduler.address)
         self._closed = False
         self._dashboard: str | None = None
+        self._created = time.time()  # the registry entry's, kept when it is written again
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -138,11 +145,38 @@ class ClusterSession:
         _set_current(session)
         return session
 
+    @classmethod
+    def join(
+        cls,
+        target: AttachTarget,
+        opts: StartOptions,
+        timeout: float = ATTACH_TIMEOUT,
+        warn: Warn = _stderr,
+    ) -> ClusterSession:
+        """Lend this machine's GPUs (else CPU workers) to ``target``'s scheduler: connect within
+        ``timeout``, then start one worker per GPU there. Nothing is left running on failure."""
+        devices, reason = resolve_workers(opts, warn, joining=True)
+        prune_registry()
+        client = connect(target, timeout, "join")
+        try:
+            joined = JoinedWorkers.start(target, opts, devices, worker_name())
+        except BaseException:
+            close_quietly(client, 10)
+            raise
+        session = cls(client, None, devices, reason, tls_files=target.tls_files())
+        session.joined = joined
+        joined.on_change = session._register  # the server marks our workers by their addresses
+        session._register()
+        _set_current(session)
+        return session
+
     # -- properties -----------------------------------------------------------------------------
 
     @property
     def mode(self) -> str:
-        """ "gpu", "cpu" (a local fallback cluster) or "attached"."""
+        """ "gpu", "cpu" (a local fallback cluster), "attached" or "joined"."""
+        if self.joined is not None:
+            return "joined"
         if self.cluster is None:
             return "attached"
         return "gpu" if self.devices else "cpu"
@@ -162,13 +196,6 @@ class ClusterSession:
     def alive(self) -> bool:
         return not self._closed and getattr(self.client, "status", None) == "running"
 
-    def reach(self) -> str:
-        """One line on who can reach the cluster (and its dashboard), for the summary."""
-        if self.access is not None:
-            return self.access.reach(self.dashboard_link)
-        how = "TLS, with the files given" if self.tls_files else "plain TCP"
-        return f"connected with {how}; who else can reach it was decided where it was started"
-
     def gone(self) -> str:
         """Why the session no longer works, and what still helps, for ``status``."""
         status = getattr(self.client, "status", "closed")
@@ -178,13 +205,14 @@ class ClusterSession:
             else "the scheduler does not answer (it stopped, or the connection broke)"
         )
         if self.cluster is not None:
-            return (
-                f"The cluster at {self.address} is no longer usable: {why}. %gpu_cluster stop "
-                "ends what is left of it (workers included); then start it again."
-            )
+            state, after = "usable", "ends what is left of it (workers included); then start it"
+        elif self.joined is not None:
+            state, after = "reachable", "ends this kernel's workers and forgets it; then join"
+        else:
+            state, after = "reachable", "forgets it; then attach"
         return (
-            f"The cluster at {self.address} is no longer reachable: {why}. %gpu_cluster stop "
-            "forgets it; then attach again."
+            f"The cluster at {self.address} is no longer {state}: {why}. "
+            f"%gpu_cluster stop {after} again."
         )
 
     def workers(self) -> dict[str, dict[str, Any]]:
@@ -215,6 +243,8 @@ class ClusterSession:
             dashboard_link=self.dashboard_link,
             tls=self.tls_files,
             started=registry.process_started(os.getpid()),
+            created=self._created,
+            workers=self.joined.addresses() if self.joined is not None else None,
         )
         try:
             registry.write(entry)
@@ -226,10 +256,15 @@ class ClusterSession:
 
     def scale(self, n: int) -> None:
         if self.cluster is None:
+            instead = (
+                "%gpu_cluster leave, then join again with --n-workers N"
+                if self.joined
+                else "add or remove workers where that cluster was started (dask cuda worker, "
+                "your job scheduler, dask-gateway ...)"
+            )
             raise ClusterError(
-                f"This kernel attached to {self.address} and did not start it, so it cannot scale "
-                "it; add or remove workers where that cluster was started (dask cuda worker, your "
-                "job scheduler, dask-gateway ...)."
+                f"This kernel {'joined its workers to' if self.joined else 'attached to'} "
+                f"{self.address} and did not start it, so it cannot scale it; {instead}."
             )
         if not self.alive:
             raise ClusterError(self.gone())
@@ -244,22 +279,8 @@ class ClusterSession:
         # the nannies are made on the cluster's loop while we wait: the routes hold until then
         with http_routes(self.access is None or self.access.dashboard is not None):
             self.cluster.scale(n)
-            self._wait_for(n)
+            wait_for_count(lambda: len(self.workers()), n, float(config.get("startup-timeout")))
         self.pids.note(self.cluster)
-
-    def _wait_for(self, n: int) -> None:
-        timeout = float(config.get("startup-timeout"))
-        deadline = time.monotonic() + timeout
-        while True:
-            count = len(self.workers())
-            if count == n:
-                return
-            if time.monotonic() > deadline:
-                raise ClusterError(
-                    f"{count} worker(s) running after {format_seconds(timeout)}, "
-                    f"{n} asked for; see the dashboard or worker logs"
-                )
-            time.sleep(0.1)
 
     def restart(self) -> None:
         """Restart every worker (frees their host and GPU memory), keeping the cluster."""
@@ -272,13 +293,32 @@ class ClusterSession:
         if self.cluster is not None:
             self.pids.note(self.cluster)
 
+    def leave(self, timeout: float = LEAVE_TIMEOUT) -> Retirement:
+        """Retire this kernel's workers from the scheduler it joined (the scheduler moves their
+        data to its other workers first, within ``timeout``), end them, then disconnect."""
+        if self.joined is None:
+            stop = "disconnects from it" if self.cluster is None else "ends this kernel's cluster"
+            raise ClusterError(
+                f"This kernel did not join {self.address}: leave is for a cluster joined with "
+                f"%gpu_cluster join. %gpu_cluster stop {stop}."
+            )
+        retirement = self.joined.leave(self.client if self.alive else None, timeout)
+        self.close()
+        return retirement
+
     def close(self) -> None:
         """Close what this kernel started, leaving no worker process; only disconnect from what
-        it attached to. Works whatever state the client and the scheduler are in."""
+        it attached to; leave what it joined (quickly). Works whatever state the client and the
+        scheduler are in."""
         if self._closed:
             return
+        alive = self.alive
         self._closed = True
+        if self.joined is not None:
+            self.joined.stop_watching()  # it would write the entry again
         registry.remove(self.kernel_id)
+        if self.joined is not None:
+            self.joined.leave(self.client if alive else None, QUICK_RETIRE)
         if self.cluster is not None:
             self.pids.note(self.cluster)
         close_quietly(self.client, 10)
@@ -313,8 +353,8 @@ def require_current() -> ClusterSession:
 
 
 def refuse_or_replace(asked: str, replace: bool, warn: Warn = _stderr) -> ClusterSession | None:
-    """The rule for a second ``start`` or ``attach`` (``asked``): a live session is kept and the
-    user told how to replace it, unless ``replace``; otherwise any old session is closed first.
+    """The rule for a second ``start``, ``attach`` or ``join`` (``asked``): a live session is
+    kept and the user told how to replace it, unless ``replace``; else any old one is closed.
 
     Returns the kept session (the request is refused), or None (go ahead).
     """

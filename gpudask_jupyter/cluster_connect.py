@@ -1,5 +1,6 @@
 """Making and unmaking the library's objects for :mod:`.cluster`: a started cluster and its
-client, a client attached within a deadline, and closing either whatever state it is in.
+client, a client attached (or joined) within a deadline, and closing either whatever state it is
+in.
 
 Every call here into distributed or dask-cuda is bounded: a start by the startup timeout, an
 attach by ``--timeout`` (the handshake too, through :mod:`.handshake`), a close by its own timeout.
@@ -11,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import handshake, nvml, registry
-from .cluster_options import AttachTarget, StartOptions, cluster_keywords
+from .cluster_options import StartOptions, cluster_keywords
+from .cluster_target import AttachTarget
 from .errors import ClusterError
 from .units import format_seconds
 
@@ -82,10 +84,11 @@ def launch(
     return client, cluster
 
 
-def connect(target: AttachTarget, timeout: float) -> Any:
-    """The default client of ``target``'s scheduler. The whole connection, handshake included,
-    is bounded by ``timeout``: a first look (:mod:`.handshake`) says within it whether a
-    scheduler answers there, and what else does if not."""
+def connect(target: AttachTarget, timeout: float, asked: str = "attach") -> Any:
+    """The default client of ``target``'s scheduler, for ``asked`` (``attach`` or ``join``). The
+    whole connection, handshake included, is bounded by ``timeout``: a first look
+    (:mod:`.handshake`) says within it whether a scheduler answers there, and what else does if
+    not."""
     from distributed import Client
 
     deadline = time.monotonic() + timeout
@@ -105,7 +108,8 @@ def connect(target: AttachTarget, timeout: float) -> Any:
         ) from err
     except Exception as err:
         raise ClusterError(
-            f"Could not attach to {target.address}: {type(err).__name__}: {err}"
+            f"Could not {asked} {'to ' * (asked == 'attach')}{target.address}: "
+            f"{type(err).__name__}: {err}"
         ) from err
 
 
@@ -131,3 +135,18 @@ def dashboard_link(cluster_or_client: Any) -> str | None:
         log.debug("no dashboard link from %s", type(cluster_or_client).__name__, exc_info=True)
         return None
     return str(link) if link else None
+
+
+def wait_for_count(count: Callable[[], int], n: int, timeout: float) -> None:
+    """Wait until ``count()`` (the workers the scheduler lists) is ``n``, within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = count()
+        if found == n:
+            return
+        if time.monotonic() > deadline:
+            raise ClusterError(
+                f"{found} worker(s) running after {format_seconds(timeout)}, "
+                f"{n} asked for; see the dashboard or worker logs"
+            )
+        time.sleep(0.1)

@@ -1,25 +1,24 @@
-"""What a start or an attach was asked for, checked, and turned into the library's keywords.
+"""What a start, attach or join was asked for, checked, and turned into the library's keywords.
 
-Every default of ``%gpu_cluster start`` and ``attach`` lives here once (the magics' parsers read
-them from here), and every check that can refuse a request before anything runs: the GPUs to use,
-the fallback to the CPU, the protocol, the TLS files. :mod:`.cluster` then only starts, attaches
-and closes. Nothing here imports distributed or dask-cuda until a cluster is really made.
+Every default of ``%gpu_cluster start``, ``attach`` and ``join`` lives here once (the magics'
+parsers read them from here), and every check that can refuse a request before anything runs: the
+GPUs to use, the fallback to the CPU, the protocol. The scheduler an attach or a join aims at is
+checked in :mod:`.cluster_target`. :mod:`.cluster` then only starts, attaches, joins and closes.
+Nothing here imports distributed or dask-cuda until a cluster is really made.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import math
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from . import config, gpus, nvml, small_files
+from . import config, gpus, nvml
 from .errors import ClusterError, NoGpuError
 
 log = logging.getLogger(__name__)
@@ -30,14 +29,15 @@ Warn = Callable[[str], None]
 LOOPBACK = "127.0.0.1"
 #: ``--dashboard-address`` spelling for "no dashboard"
 NO_DASHBOARD = "none"
-#: seconds ``attach`` waits for a scheduler to answer
+#: seconds ``attach`` and ``join`` wait for a scheduler to answer
 ATTACH_TIMEOUT = 10.0
+#: seconds ``leave`` and ``stop`` give a scheduler to move the data of the workers this kernel
+#: joined to it elsewhere
+LEAVE_TIMEOUT = 30.0
 #: the highest TCP port
 MAX_PORT = 65535
 #: what each GPU worker advertises unless ``--resources`` changes it (the CPU fallback: nothing)
 GPU_RESOURCES: dict[str, float] = {"GPU": 1}
-#: bytes read at most from a ``--scheduler-file`` (they hold a few hundred)
-MAX_SCHEDULER_FILE = 2**20
 _RESOURCE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 #: what each worker runs first (its own process group, so Ctrl+C in the kernel spares it)
 WORKER_PRELOAD = "gpudask_jupyter.worker_setup"
@@ -158,22 +158,27 @@ def gpu_plan(opts: StartOptions) -> tuple[list[nvml.Device], str]:
     return chosen, ""
 
 
-def resolve_workers(opts: StartOptions, warn: Warn) -> tuple[list[nvml.Device], str]:
+def resolve_workers(
+    opts: StartOptions, warn: Warn, joining: bool = False
+) -> tuple[list[nvml.Device], str]:
     """:func:`gpu_plan` with the CPU fallback decided: the user warned, or :class:`NoGpuError`
-    when a GPU is required; then the protocol checked against what will run."""
+    when a GPU is required; then the protocol checked against what will run. ``joining``: the
+    workers join a scheduler elsewhere (``join``) rather than make a cluster of their own."""
     try:
         devices, reason = gpu_plan(opts)
     except ValueError as err:
         raise ClusterError(str(err)) from err
     if reason:
+        fallback = "CPU workers would join" if joining else "a CPU cluster would start"
         if config.require_gpu(opts.require_gpu):
             raise NoGpuError(
                 f"No usable GPU: {reason}. Nothing was started (--require-gpu is set; "
-                "without it a CPU cluster would start instead)."
+                f"without it {fallback} instead)."
             )
         ignored = opts.gpu_only_flags()
+        instead = "Joining CPU workers" if joining else "Starting a CPU-only Dask cluster"
         warn(
-            f"gpudask: no usable GPU ({reason}). Starting a CPU-only Dask cluster instead; "
+            f"gpudask: no usable GPU ({reason}). {instead} instead; "
             "%%to_gpu will leave data on the host. Pass --require-gpu to make this an error."
             + (f" Ignored GPU-only options: {', '.join(ignored)}." if ignored else "")
         )
@@ -282,97 +287,32 @@ def cluster_keywords(
     return keywords
 
 
-@dataclass(frozen=True)
-class AttachTarget:
-    """A scheduler to attach to, checked: its full address, and its TLS files (expanded paths)
-    when it needs them."""
-
-    address: str
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
-
-    @classmethod
-    def resolve(
-        cls,
-        address: str | None,
-        scheduler_file: str | None,
-        tls_ca_file: str | None = None,
-        tls_cert: str | None = None,
-        tls_key: str | None = None,
-    ) -> AttachTarget:
-        """The target from ``attach``'s arguments; :class:`ClusterError` says what is wrong."""
-        if (address is None) == (scheduler_file is None):
-            raise ClusterError(
-                "attach needs a scheduler ADDRESS or --scheduler-file FILE (one of them)"
-            )
-        if scheduler_file is not None:
-            address = _read_scheduler_file(scheduler_file)
-        assert address is not None
-        tls = {"--tls-ca-file": tls_ca_file, "--tls-cert": tls_cert, "--tls-key": tls_key}
-        given = {flag: value for flag, value in tls.items() if value}
-        if "://" not in address:
-            address = ("tls://" if given else "tcp://") + address
-        if not given:
-            if address.startswith("tls://"):
-                raise ClusterError(
-                    f"{address} uses TLS: pass --tls-ca-file, --tls-cert and --tls-key"
-                )
-            return cls(address)
-        if len(given) != len(tls):
-            raise ClusterError("TLS needs all of --tls-ca-file, --tls-cert and --tls-key")
-        paths = {flag: Path(value).expanduser().absolute() for flag, value in given.items()}
-        for flag, path in paths.items():
-            if not path.is_file():
-                raise ClusterError(f"{flag} {given[flag]}: no such file")
-        ca, cert, key = (str(paths[flag]) for flag in tls)
-        return cls(address, ca, cert, key)
-
-    def security(self) -> Any:
-        """The ``distributed.Security`` for this scheduler, None without TLS."""
-        if self.ca_file is None:
-            return None
-        from distributed import Security
-
-        return Security(
-            tls_ca_file=self.ca_file,
-            tls_client_cert=self.cert_file,
-            tls_client_key=self.key_file,
-            require_encryption=True,
-        )
-
-    def tls_files(self) -> dict[str, str] | None:
-        """The TLS files as the registry records them (for the sidebar), None without TLS."""
-        if self.ca_file is None or self.cert_file is None or self.key_file is None:
-            return None
-        return {"ca_file": self.ca_file, "cert_file": self.cert_file, "key_file": self.key_file}
-
-
-def _read_scheduler_file(scheduler_file: str) -> str:
-    """The address in a scheduler file, read without blocking and up to a size limit."""
-    path = Path(scheduler_file).expanduser()
-    try:
-        data, _ = small_files.read_regular(path, MAX_SCHEDULER_FILE)
-    except FileNotFoundError:
-        raise ClusterError(f"--scheduler-file {scheduler_file}: no such file") from None
-    except small_files.NotReadable as err:
-        raise ClusterError(
-            f"--scheduler-file {scheduler_file}: {str(err).removeprefix(str(path)).strip()}; "
-            "a scheduler file is the small JSON file that dask scheduler --scheduler-file writes"
-        ) from None
-    except OSError as err:
-        raise ClusterError(
-            f"--scheduler-file {scheduler_file}: cannot read it ({err.strerror or err})"
-        ) from None
-    try:
-        address = json.loads(data)["address"]
-    except (ValueError, KeyError, TypeError, RecursionError) as err:
-        raise ClusterError(
-            f"--scheduler-file {scheduler_file}: not a Dask scheduler file "
-            f"({type(err).__name__}: {err})"
-        ) from None
-    if not isinstance(address, str) or not address.strip() or len(address) > 1000:
-        raise ClusterError(
-            f"--scheduler-file {scheduler_file}: its address {address!r:.80} is not an address"
-        )
-    return address.strip()
+def join_keywords(opts: StartOptions, devices: list[nvml.Device], security: Any) -> dict[str, Any]:
+    """The keywords of the workers a ``join`` lends: for dask-cuda's ``CUDAWorker`` (with
+    ``devices``, one nanny per GPU, each bound to its GPU as ``LocalCUDACluster`` binds it) or
+    for each ``distributed.Nanny`` (without), with :func:`cluster_keywords`' defaults: ``GPU=1``
+    on a GPU worker, one thread per GPU worker; CPU workers share the cores this kernel may use.
+    No dashboard: a worker's HTTP port (on the worker's own address) answers a health check."""
+    keywords: dict[str, Any] = {
+        "preload": [WORKER_PRELOAD],
+        "security": security,
+        "dashboard": False,
+        "dashboard_address": None,  # the worker's own address, a free port
+        "memory_limit": "auto" if opts.memory_limit is None else opts.memory_limit,
+    }
+    resources = worker_resources(opts, bool(devices))
+    if not devices:
+        n = opts.n_workers or 1
+        threads = opts.threads_per_worker or max(1, usable_cores() // n)
+        return {**keywords, "nthreads": threads, "resources": resources or None}
+    keywords.update(
+        nthreads=opts.threads_per_worker or 1,
+        rmm_async=opts.rmm_async,
+        # CUDAWorker takes them as the command line does: NAME=AMOUNT, comma-separated
+        resources=",".join(f"{name}={amount:g}" for name, amount in resources.items()) or None,
+    )
+    if opts.device_memory_limit is not None:
+        keywords["device_memory_limit"] = opts.device_memory_limit
+    if opts.rmm_pool_size is not None:
+        keywords["rmm_pool_size"] = opts.rmm_pool_size
+    return keywords

@@ -1,8 +1,9 @@
-"""The tables ``%gpu_cluster`` shows: what was started or attached, and the live figures.
+"""The tables ``%gpu_cluster`` shows: what was started, attached or joined, and the live figures.
 
 Both list the workers in the same order with the same leading columns and the same dashboard
-link and notes; they differ in what they say of each worker's GPU (which one, by UUID, in the
-summary; how busy and how full, in the status). A worker's GPU is known from asking the worker
+link and notes (for a joined cluster, whose each worker is: this kernel's or others'); they differ
+in what they say of each worker's GPU (which one, by UUID, in the summary; how busy and how full,
+in the status). A worker's GPU is known from asking the worker
 once (:func:`.probe.bound_gpu`, shipped by value so remote workers need not have this package) or,
 failing that, from what its heartbeats report.
 """
@@ -27,7 +28,12 @@ Workers = dict[str, dict[str, Any]]
 #: seconds the status waits for the scheduler to count the tasks waiting for a resource
 CALL_TIMEOUT = 5.0
 
-_MODE_TITLES = {"gpu": "GPU cluster", "cpu": "CPU cluster (no GPU)", "attached": "Attached cluster"}
+_MODE_TITLES = {
+    "gpu": "GPU cluster",
+    "cpu": "CPU cluster (no GPU)",
+    "attached": "Attached cluster",
+    "joined": "Joined cluster",
+}
 
 
 class GpuBindings:
@@ -76,12 +82,18 @@ def summary(session: ClusterSession) -> Table:
         title = f"GPU Dask cluster: {n} worker{'s' * (n != 1)}, one per GPU"
     elif session.mode == "cpu":
         title = f"CPU Dask cluster (no GPU): {n} worker{'s' * (n != 1)}"
+    elif session.mode == "joined":
+        ours = sum(session.joined.owns(address) for address in workers) if session.joined else 0
+        title = (
+            f"Joined {session.address}: {ours} worker{'s' * (ours != 1)} of this kernel, {n} in all"
+        )
     else:
         title = f"Attached to {session.address}: {n} worker{'s' * (n != 1)}"
     gpu_columns = ["GPU", "UUID", "GPU memory"] if session.mode != "cpu" else []
     resources = any(identity.get("resources") for identity in workers.values())
     extra = ["resources"] if resources else []
-    table = Table(title, ["worker", "host", *gpu_columns, "threads", "memory limit", *extra])
+    columns = ["worker", *_whose_column(session), "host", *gpu_columns, "threads"]
+    table = Table(title, [*columns, "memory limit", *extra])
     for address, identity in workers.items():
         gpu_cells: list[object] = []
         if gpu_columns:
@@ -93,13 +105,31 @@ def summary(session: ClusterSession) -> Table:
             ]
         limit = identity.get("memory_limit")
         table.add(
-            *_worker_cells(address, identity),
+            *_worker_cells(session, address, identity),
             *gpu_cells,
             identity.get("nthreads", "–"),
             format_bytes(limit) if limit else "none",
             *([_resources(identity)] if resources else []),
         )
-    return _with_links_and_notes(table, session, f"scheduler: {session.address}", session.reach())
+    return _with_links_and_notes(table, session, f"scheduler: {session.address}", reach(session))
+
+
+def reach(session: ClusterSession) -> str:
+    """One line on who can reach the cluster (and its dashboard), and this kernel's workers in
+    a cluster it joined, for the summary."""
+    if session.access is not None:
+        return session.access.reach(session.dashboard_link)
+    how = "TLS, with the files given" if session.tls_files else "plain TCP"
+    line = f"connected with {how}; who else can reach it was decided where it was started"
+    if session.joined is None:
+        return line
+    where = session.joined.host or "this machine"
+    workers = (
+        "only holders of a certificate of that TLS authority"
+        if session.tls_files
+        else f"anyone who can reach {where} (plain TCP): they can run code as you"
+    )
+    return f"{line}; this kernel's workers, at {where}, take connections from {workers}"
 
 
 def status(session: ClusterSession) -> Table:
@@ -109,9 +139,10 @@ def status(session: ClusterSession) -> Table:
     workers = _workers(session)
     n = len(workers)
     gpu_columns = ["GPU", "GPU util", "GPU memory"] if session.mode != "cpu" else []
+    columns = ["worker", *_whose_column(session), "host", *gpu_columns, "host memory", "threads"]
     table = Table(
         f"{_MODE_TITLES[session.mode]} at {session.address}: {n} worker{'s' * (n != 1)}",
-        ["worker", "host", *gpu_columns, "host memory", "threads", "tasks running / ready / held"],
+        [*columns, "tasks running / ready / held"],
     )
     for address, identity in workers.items():
         metrics = identity.get("metrics") or {}
@@ -120,7 +151,7 @@ def status(session: ClusterSession) -> Table:
         if identity.get("memory_limit"):
             host_memory += f" / {format_bytes(identity['memory_limit'])}"
         table.add(
-            *_worker_cells(address, identity),
+            *_worker_cells(session, address, identity),
             *gpu_cells,
             host_memory,
             identity.get("nthreads", "–"),
@@ -188,8 +219,17 @@ def _workers(session: ClusterSession) -> Workers:
     return dict(sorted(workers.items(), key=lambda item: str(item[1].get("name"))))
 
 
-def _worker_cells(address: str, identity: dict[str, Any]) -> list[object]:
-    return [identity.get("name", address), identity.get("host", "")]
+def _whose_column(session: ClusterSession) -> list[str]:
+    """A joined cluster's tables say whose each worker is; the others' are all or none ours."""
+    return ["whose"] if session.joined is not None else []
+
+
+def _worker_cells(session: ClusterSession, address: str, identity: dict[str, Any]) -> list[object]:
+    name = identity.get("name", address)
+    if session.joined is None:
+        return [name, identity.get("host", "")]
+    whose = "this kernel" if session.joined.owns(address) else "others"
+    return [name, whose, identity.get("host", "")]
 
 
 def _gpu_use(session: ClusterSession, address: str, identity: dict[str, Any]) -> list[object]:
@@ -209,6 +249,12 @@ def _with_links_and_notes(table: Table, session: ClusterSession, *notes: str) ->
     table.notes.extend(notes)
     if session.mode == "cpu":
         table.notes.append(f"no GPU: {session.cpu_reason}")
+    if session.joined is not None:
+        if session.cpu_reason:
+            table.notes.append(f"this kernel's workers are CPU workers: {session.cpu_reason}")
+        table.notes.append(
+            "%gpu_cluster leave retires this kernel's workers (their data moves to the others)"
+        )
     return table
 
 

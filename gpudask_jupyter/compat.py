@@ -112,6 +112,19 @@ async def run_on_comm(comm: Any, function: Any, **kwargs: Any) -> Any:
     raise exc.with_traceback(tb)
 
 
+def retire_workers(client: Any, workers: list[str], timeout: float) -> dict[str, Any]:
+    """Retire ``workers`` gracefully (the scheduler copies the data only they hold to its other
+    workers, then closes them), bounded by ``timeout``: the workers retired, by address.
+
+    ``Client.retire_workers`` is public but takes no timeout of its own; it passes its extra
+    keywords to ``Client.sync``, whose ``callback_timeout`` bounds the whole round trip
+    (distributed 2024.8 – 2026.8), as for :func:`run_on_scheduler`. The scheduler carries on
+    after a timeout; what it has not moved by then is lost with the workers.
+    """
+    retired = client.retire_workers(workers=workers, close_workers=True, callback_timeout=timeout)
+    return dict(retired or {})
+
+
 def task_stream_plugin(scheduler: Any) -> Any:
     """The scheduler's task-stream plugin, installed on first use.
 

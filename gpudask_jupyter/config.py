@@ -114,7 +114,8 @@ OPTIONS: dict[str, Option] = {
             "startup-timeout",
             "60s",
             parse_seconds,
-            "Seconds `%gpu_cluster start`, `scale` and `restart` wait for workers before failing.",
+            "Seconds `%gpu_cluster start`, `join`, `scale` and `restart` wait for workers before "
+            "failing.",
         ),
         Option(
             "pinned-buffer",

@@ -164,7 +164,8 @@ ClusterState = Literal["connecting", "running", "closed", "unreachable", "stoppe
 class ClusterInfo(TypedDict):
     state: ClusterState
     mode: str
-    """One of "gpu", "cpu" or "attached"."""
+    """One of "gpu", "cpu", "attached" or "joined" (this kernel lent workers to a scheduler
+    elsewhere; its own are the workers marked ``ours``)."""
     address: str
     dashboard: str | None
     message: str

@@ -17,8 +17,16 @@ from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
 
 from . import arg_types
-from .cluster_options import ATTACH_TIMEOUT, StartOptions
+from .cluster_options import ATTACH_TIMEOUT, LEAVE_TIMEOUT, StartOptions
 from .config import OPTIONS
+from .worker_args import (
+    GPUS,
+    N_WORKERS,
+    RESOURCES,
+    SCHEDULER,
+    THREADS_AND_MEMORY,
+    TLS_FILES,
+)
 
 #: a parser declaration: a stub function carrying ``magic_arguments``' parser
 Spec = Callable[[], None]
@@ -34,54 +42,14 @@ def _range(option: str) -> str:
 
 
 @ma.magic_arguments(name="gpu_cluster start")
-@ma.argument(
-    "--gpus",
-    type=arg_types.gpu_list,
-    metavar="LIST",
-    help="GPUs for the workers: indices as nvidia-smi shows them or GPU-/MIG- UUIDs, "
-    "comma-separated (default: every GPU this kernel may use)",
-)
-@ma.argument(
-    "--n-workers",
-    type=arg_types.positive_int,
-    metavar="N",
-    help="number of workers (GPU: the first N selected GPUs; CPU fallback: N processes, at most "
-    "one per core this kernel may use)",
-)
+@GPUS
+@N_WORKERS
 @ma.argument(
     "--oversubscribe",
     action="store_true",
     help="allow more CPU workers than this kernel's cores (CPU fallback)",
 )
-@ma.argument(
-    "--threads-per-worker",
-    type=arg_types.positive_int,
-    metavar="N",
-    help="threads per worker (default 1 with GPUs)",
-)
-@ma.argument(
-    "--memory-limit",
-    type=arg_types.size_or_fraction("auto", "none"),
-    metavar="SIZE",
-    help="host memory per worker before spilling to disk: 16GB, 0.25 (of RAM), auto, none",
-)
-@ma.argument(
-    "--device-memory-limit",
-    type=arg_types.size_or_fraction("auto", "default", "none"),
-    metavar="SIZE",
-    help="GPU memory per worker before spilling to host: 60GB, 0.8 (of the GPU), default, none",
-)
-@ma.argument(
-    "--rmm-pool-size",
-    type=arg_types.size_or_fraction(),
-    metavar="SIZE",
-    help="pre-allocate an RMM memory pool of this size on each GPU: 40GB or 0.5",
-)
-@ma.argument(
-    "--rmm-async",
-    action="store_true",
-    help="use RMM's asynchronous (cudaMallocAsync) allocator on each GPU",
-)
+@THREADS_AND_MEMORY
 @ma.argument(
     "--protocol",
     choices=["tcp", "ucx"],
@@ -114,13 +82,7 @@ def _range(option: str) -> str:
     help="with --no-tls, allow a --host that other machines can reach (anyone who reaches it "
     "can run code as you)",
 )
-@ma.argument(
-    "--resources",
-    type=arg_types.resources,
-    metavar="NAME=N,...",
-    help="resources each worker advertises, e.g. GPU=1,MEM=2e9 (GPU workers: GPU=1 unless "
-    "changed here; CPU fallback: none)",
-)
+@RESOURCES
 @ma.argument(
     "--require-gpu",
     action="store_true",
@@ -170,8 +132,7 @@ def start_options(args: argparse.Namespace) -> StartOptions:
 
 
 @ma.magic_arguments(name="gpu_cluster attach")
-@ma.argument("address", nargs="?", help="scheduler address, e.g. tcp://10.0.0.5:8786")
-@ma.argument("--scheduler-file", metavar="FILE", help="scheduler file written by dask scheduler")
+@SCHEDULER
 @ma.argument(
     "--timeout",
     type=arg_types.seconds,
@@ -179,15 +140,78 @@ def start_options(args: argparse.Namespace) -> StartOptions:
     metavar="SECONDS",
     help=f"give up connecting after this long (default {ATTACH_TIMEOUT:g}s)",
 )
-@ma.argument("--tls-ca-file", metavar="FILE", help="CA certificate for a TLS scheduler")
-@ma.argument("--tls-cert", metavar="FILE", help="client certificate for a TLS scheduler")
-@ma.argument("--tls-key", metavar="FILE", help="client private key for a TLS scheduler")
+@TLS_FILES
 @ma.argument("--replace", action="store_true", help="leave the kernel's current cluster first")
 def attach() -> None:
     """Connect to an existing Dask scheduler, e.g. a multi-node cluster of `dask cuda worker`s.
 
     Returns the Client and makes it the default. `stop` later only disconnects.
     """
+
+
+@ma.magic_arguments(name="gpu_cluster join")
+@SCHEDULER
+@GPUS
+@N_WORKERS
+@THREADS_AND_MEMORY
+@RESOURCES
+@TLS_FILES
+@ma.argument(
+    "--require-gpu",
+    action="store_true",
+    help="fail instead of joining CPU workers when no GPU is usable",
+)
+@ma.argument(
+    "--timeout",
+    type=arg_types.seconds,
+    default=ATTACH_TIMEOUT,
+    metavar="SECONDS",
+    help=f"give up reaching the scheduler after this long (default {ATTACH_TIMEOUT:g}s); the "
+    "workers then have the startup-timeout option to join",
+)
+@ma.argument(
+    "--replace",
+    action="store_true",
+    help="stop or leave the kernel's current cluster first instead of refusing",
+)
+def join() -> None:
+    """Put this machine's GPUs to work for a scheduler that runs elsewhere: one dask-cuda worker
+    per GPU (as `dask cuda worker ADDRESS` starts them), CPU workers without a GPU.
+
+    Returns a Client of that scheduler and makes it the default. The workers run whatever the
+    scheduler sends them, as you: join only schedulers you trust. `leave` (or `stop`) retires
+    them, their data moved to the scheduler's other workers first; they also end with the kernel.
+    """
+
+
+def join_options(args: argparse.Namespace) -> StartOptions:
+    """What ``join`` asks of its workers, from its parsed arguments (its ``--timeout`` is for
+    reaching the scheduler, not part of these)."""
+    return StartOptions(
+        gpus=args.gpus,
+        n_workers=args.n_workers,
+        threads_per_worker=args.threads_per_worker,
+        memory_limit=args.memory_limit,
+        device_memory_limit=args.device_memory_limit,
+        rmm_pool_size=args.rmm_pool_size,
+        rmm_async=args.rmm_async,
+        resources=args.resources,
+        require_gpu=True if args.require_gpu else None,
+    )
+
+
+@ma.magic_arguments(name="gpu_cluster leave")
+@ma.argument(
+    "--timeout",
+    type=arg_types.seconds,
+    default=LEAVE_TIMEOUT,
+    metavar="SECONDS",
+    help="how long the scheduler may take to move the data of this kernel's workers to its "
+    f"other workers (default {LEAVE_TIMEOUT:g}s); they are ended then, moved or not",
+)
+def leave() -> None:
+    """Retire the workers this kernel joined to a scheduler: the scheduler moves the data they
+    hold to its other workers first, then they end; then disconnect (as `stop` does)."""
 
 
 @ma.magic_arguments(name="gpu_cluster status")
@@ -216,8 +240,8 @@ def restart() -> None:
 
 @ma.magic_arguments(name="gpu_cluster stop")
 def stop() -> None:
-    """Close the cluster this kernel started (no worker process is left), or detach from an
-    attached one (which keeps running)."""
+    """Close the cluster this kernel started (no worker process is left), detach from an
+    attached one (which keeps running), or leave a joined one (as `leave` does)."""
 
 
 @ma.magic_arguments(name="gpu_cluster panel")
@@ -259,6 +283,8 @@ def config() -> None:
 SUBCOMMANDS: dict[str, Spec] = {
     "start": start,
     "attach": attach,
+    "join": join,
+    "leave": leave,
     "status": status,
     "scale": scale,
     "restart": restart,
@@ -307,7 +333,7 @@ def unknown_subcommand(sub: str) -> UsageError:
 def gpu_cluster_doc() -> str:
     """``%gpu_cluster``'s docstring: how to call it, examples, and every subcommand's usage."""
     parts = [
-        "Start, attach to and manage this kernel's Dask cluster (one worker per GPU).",
+        "Start, attach to, join and manage this kernel's Dask cluster (one worker per GPU).",
         "",
         "    %gpu_cluster SUBCOMMAND [options]     (bare %gpu_cluster = status)",
         "    %gpu_cluster SUBCOMMAND --help        (one subcommand's options)",
@@ -317,6 +343,8 @@ def gpu_cluster_doc() -> str:
         "    client = %gpu_cluster start",
         "    %gpu_cluster start --gpus 0,1 --rmm-pool-size 0.5",
         "    %gpu_cluster attach tcp://10.0.0.5:8786",
+        "    %gpu_cluster join tcp://10.0.0.5:8786 --gpus 0,1",
+        "    %gpu_cluster leave",
         "    %gpu_cluster scale 1",
         "    %gpu_cluster panel",
         "    %gpu_cluster status --verbose",

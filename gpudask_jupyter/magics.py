@@ -183,6 +183,34 @@ class GpuDaskMagics(Magics):
         )
         return self._summarise(session)
 
+    @_subcommand(magic_args.join)
+    def _join(self, args: argparse.Namespace) -> Any:
+        from .cluster import ClusterSession, refuse_or_replace
+        from .cluster_target import AttachTarget
+
+        target = AttachTarget.resolve(
+            args.address, args.scheduler_file, args.tls_ca_file, args.tls_cert, args.tls_key, "join"
+        )
+        kept = refuse_or_replace("join", args.replace, warn=_warn)
+        if kept is not None:
+            return kept.client
+        print(f"Joining {target.address}…", flush=True)
+        options = magic_args.join_options(args)
+        session = ClusterSession.join(target, options, timeout=args.timeout, warn=_warn)
+        return self._summarise(session)
+
+    @_subcommand(magic_args.leave)
+    def _leave(self, args: argparse.Namespace) -> None:
+        from .cluster import current
+
+        session = current()
+        if session is None:
+            print("No cluster to leave.")
+            return
+        address = session.address
+        print(session.leave(args.timeout).describe(address))
+        print(f"Disconnected from {address}; the scheduler keeps running.")
+
     def _summarise(self, session: ClusterSession) -> Any:
         from . import cluster_tables
 
@@ -228,10 +256,12 @@ class GpuDaskMagics(Magics):
         if session is None:
             print("No cluster to stop.")
             return
-        attached = session.cluster is None
-        address = session.address
-        session.close()
-        if attached:
+        mode, address = session.mode, session.address
+        if mode == "joined":
+            print(session.leave().describe(address))
+        else:
+            session.close()
+        if mode in {"attached", "joined"}:
             print(f"Detached from {address}; that cluster keeps running.")
         else:
             print("Cluster stopped; its workers are gone.")

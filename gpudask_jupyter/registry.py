@@ -56,7 +56,7 @@ def runtime_dir() -> Path:
 class Entry:
     kernel_id: str
     pid: int
-    mode: str  # "gpu" or "cpu" (started by the kernel) or "attached"
+    mode: str  # "gpu" or "cpu" (started by the kernel), "attached" or "joined"
     scheduler_address: str
     dashboard_link: str | None = None
     tls: dict[str, str] | None = None
@@ -64,6 +64,9 @@ class Entry:
     version: int = SCHEMA_VERSION
     #: when the kernel's process started: with ``pid``, it names that one process
     started: float | None = None
+    #: a joined cluster: the addresses of the kernel's own workers (the others are others');
+    #: written again when they change
+    workers: list[str] | None = None
 
     def security(self) -> Any:
         """A ``distributed.Security`` to connect to this entry's scheduler (None without TLS)."""

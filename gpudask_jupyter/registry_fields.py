@@ -4,7 +4,8 @@ A registry file is private to its user, but not necessarily written by this vers
 package, nor intact: any JSON value may be there. Each field is checked on its own, for its type
 and its range; a field that the server needs to connect safely (kernel id, pid and start time,
 mode, address, TLS files, version) makes the entry invalid when it is wrong, while the dashboard
-link and the creation time, which only decorate it, are dropped or defaulted. Nothing here raises
+link, the creation time and the list of the kernel's own workers, which only decorate it, are
+dropped or defaulted. Nothing here raises
 anything but :class:`InvalidEntry`.
 """
 
@@ -18,11 +19,13 @@ from typing import Any
 KERNEL_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 ADDRESS = re.compile(r"(tcp|tls|ucx|ucxx|ws|wss|inproc)://[^\s]{1,1000}")
 LINK = re.compile(r"https?://[^\s]{1,2000}")
-MODES = frozenset({"gpu", "cpu", "attached"})
+MODES = frozenset({"gpu", "cpu", "attached", "joined"})
 TLS_KEYS = frozenset({"ca_file", "cert_file", "key_file"})
 #: the largest pid Linux hands out (pid_max can be raised to 2**22)
 PID_MAX = 2**22
 MAX_PATH = 4096
+#: the kernel's own workers in one entry: one per GPU of one machine, or a few CPU workers
+MAX_WORKERS = 1024
 
 
 class InvalidEntry(ValueError):
@@ -65,6 +68,15 @@ def _tls(value: Any) -> dict[str, str] | None:
     return dict(value)
 
 
+def _workers(value: Any) -> list[str] | None:
+    """The kernel's own worker addresses; None (nothing marked) when the list is not one."""
+    if not isinstance(value, list) or len(value) > MAX_WORKERS:
+        return None
+    if not all(isinstance(item, str) and ADDRESS.fullmatch(item) for item in value):
+        return None
+    return list(value)
+
+
 def check_fields(raw: object, version: int) -> dict[str, Any]:
     """The keyword arguments of an ``Entry`` from ``raw``; :class:`InvalidEntry` when a field
     the server relies on is missing or wrong."""
@@ -91,4 +103,5 @@ def check_fields(raw: object, version: int) -> dict[str, Any]:
         "created": created if created is not None else 0.0,
         "version": version,
         "started": started,
+        "workers": _workers(raw.get("workers")),
     }

@@ -38,9 +38,10 @@ def free_port() -> int:
 
 
 class DaskProcesses:
-    """A ``dask scheduler`` and two ``dask worker`` processes on loopback: a real small cluster."""
+    """A ``dask scheduler`` and ``workers`` (two by default) ``dask worker`` processes on
+    loopback: a real small cluster."""
 
-    def __init__(self, workdir: Path, tls: dict[str, str] | None = None) -> None:
+    def __init__(self, workdir: Path, tls: dict[str, str] | None = None, workers: int = 2) -> None:
         self.scheduler_file = workdir / "scheduler.json"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.logs = workdir
@@ -80,7 +81,7 @@ class DaskProcesses:
                 )
             time.sleep(0.1)
         self.address = json.loads(self.scheduler_file.read_text())["address"]
-        for i in range(2):
+        for i in range(workers):
             self._spawn(
                 f"worker{i}",
                 [

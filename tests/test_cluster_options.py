@@ -8,11 +8,11 @@ import pytest
 
 from gpudask_jupyter import magic_args, magics
 from gpudask_jupyter.cluster_options import (
-    AttachTarget,
     StartOptions,
     cluster_keywords,
     parse_dashboard,
 )
+from gpudask_jupyter.cluster_target import AttachTarget
 from gpudask_jupyter.errors import ClusterError
 from gpudask_jupyter.nvml import Device
 

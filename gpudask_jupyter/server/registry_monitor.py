@@ -4,7 +4,8 @@ The server talks to each scheduler without a ``distributed.Client`` (:class:`..m
 CommCaller`): one comm per cluster on one event loop thread, every step bounded, nothing that
 reconnects or logs when a cluster stops. A cluster whose entry disappears, or whose kernel the
 server's kernel manager reports gone (:mod:`.liveness`), stops being sampled and shows as
-stopped, its history kept.
+stopped, its history kept. In a cluster a kernel joined, its own workers are those its entry lists
+(the kernel writes the entry again when they change), read afresh whenever the monitor asks.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .. import registry
@@ -46,11 +48,21 @@ class RegistrySources:
                 self._read_at = time.monotonic()
             return dict(self._entries)
 
+    def _ours(self, kernel_id: str) -> Callable[[str], bool]:
+        """Whether a worker is one the kernel joined, by its entry as last read (a tracker keeps
+        its source while the cluster is the same, so the predicate must not keep the list)."""
+
+        def ours(address: str) -> bool:
+            entry = self.entries().get(kernel_id)
+            return entry is not None and address in (entry.workers or ())
+
+        return ours
+
     def __call__(self) -> dict[str, Source]:
         sources = {}
         for kernel_id, entry in self.entries().items():
             try:
-                source = _source(entry)
+                source = _source(entry, self._ours(kernel_id) if entry.mode == "joined" else None)
             except Exception:  # an entry that passed the reader but cannot be followed
                 log.debug("ignoring the registry entry of %s", kernel_id, exc_info=True)
                 continue
@@ -61,7 +73,7 @@ class RegistrySources:
         return sources
 
 
-def _source(entry: registry.Entry) -> Source:
+def _source(entry: registry.Entry, ours: Callable[[str], bool] | None = None) -> Source:
     address = str(entry.scheduler_address)
 
     def connection_args() -> dict[str, Any]:
@@ -74,6 +86,7 @@ def _source(entry: registry.Entry) -> Source:
         mode=str(entry.mode),
         address=address,
         dashboard=entry.dashboard_link if isinstance(entry.dashboard_link, str) else None,
+        ours=ours,
     )
 
 

@@ -37,6 +37,8 @@ def kernel_sources() -> dict[str, Source]:
             mode=session.mode,
             address=session.address,
             dashboard=session.dashboard_link,
+            # a joined cluster: ours are the workers this kernel runs, looked up when asked
+            ours=session.joined.owns if session.joined is not None else None,
         )
     except Exception:  # a session whose client broke meanwhile is as good as gone
         log.debug("the kernel's cluster cannot be described", exc_info=True)

@@ -46,6 +46,15 @@ describe('which actions are offered', () => {
     expect(attached.start.visible).toBe(false);
   });
 
+  it('offers Stop (leave and disconnect), not Scale, Start or Detach, for a joined cluster', () => {
+    const joined = offers(cluster({ mode: 'joined' }), true, idle);
+    expect(joined.stop).toMatchObject({ visible: true, enabled: true });
+    expect(joined.stop.title).toContain("Retire this kernel's workers");
+    expect(joined.scale.visible).toBe(false);
+    expect(joined.start.visible).toBe(false);
+    expect(joined.detach.visible).toBe(false);
+  });
+
   it('offers nothing enabled without a kernel or while an action runs', () => {
     expect(offers(null, false, idle).start).toMatchObject({
       enabled: false,

@@ -54,6 +54,8 @@ export function offers(
   const busy = phase.kind === 'waiting' || phase.kind === 'running';
   const live = cluster !== null && LIVE.has(cluster.state);
   const attached = cluster?.mode === 'attached';
+  // a cluster this kernel joined: Stop retires its workers and disconnects; it cannot be scaled
+  const joined = cluster?.mode === 'joined';
   const why = !hasKernel ? 'No kernel to run it in.' : busy ? 'Another action is running.' : '';
   const offer = (visible: boolean, possible: boolean, title: string, not: string): Offer => ({
     visible,
@@ -62,15 +64,22 @@ export function offers(
   });
   return {
     start: offer(
-      !attached || !live,
+      !(attached || joined) || !live,
       !live,
       'Start a Dask cluster in this kernel (%gpu_cluster start).',
       'A cluster runs already: stop it first.'
     ),
-    stop: offer(live && !attached, live, "Stop this kernel's cluster.", 'No cluster runs.'),
+    stop: offer(
+      live && !attached,
+      live,
+      joined
+        ? "Retire this kernel's workers (their data moves to the other workers), then disconnect."
+        : "Stop this kernel's cluster.",
+      'No cluster runs.'
+    ),
     restart: offer(live, cluster?.state === 'running', 'Restart the workers.', 'Not running.'),
     scale: offer(
-      live && !attached,
+      live && !attached && !joined,
       cluster?.state === 'running',
       'Set the number of workers.',
       'Not running.'

@@ -137,7 +137,10 @@ export interface PrefixProgress {
 
 export interface ClusterInfo {
   state: ClusterState;
-  /** One of "gpu", "cpu" or "attached". */
+  /**
+   * One of "gpu", "cpu", "attached" or "joined" (this kernel lent workers to a scheduler elsewhere;
+   * its own are the workers marked ``ours``).
+   */
   mode: string;
   address: string;
   dashboard: string | null;

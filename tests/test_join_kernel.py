@@ -1,0 +1,111 @@
+"""No orphans from ``join`` either: a real ipykernel that joined workers to a scheduler in another
+process leaves none of them behind after ``%unload_ext``, its shutdown, or SIGKILL (no handler
+runs then: the worker processes end with the pipe from their parent, the kernel). The scheduler
+keeps running and sees them go."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from jupyter_client.manager import KernelManager
+from support import DaskProcesses, spawned_workers, wait_gone
+from test_kernel_lifecycle import run
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def scheduler(tmp_path: Path) -> Iterator[DaskProcesses]:
+    processes = DaskProcesses(tmp_path, workers=1)
+    try:
+        processes.wait_for_workers(1)
+        yield processes
+    finally:
+        processes.close()
+
+
+@pytest.fixture
+def kernel(runtime_dir: Path) -> Iterator[tuple[KernelManager, Any]]:
+    kernel_id = str(uuid.uuid4())
+    km = KernelManager(
+        kernel_name="python3",
+        kernel_id=kernel_id,
+        connection_file=str(runtime_dir / f"kernel-{kernel_id}.json"),
+    )
+    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    try:
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        if km.is_alive():
+            km.shutdown_kernel(now=True)
+
+
+def _join(km: KernelManager, kc: Any, scheduler: DaskProcesses) -> list[psutil.Process]:
+    reply = run(
+        kc,
+        "%load_ext gpudask_jupyter\n"
+        f"client = %gpu_cluster join {scheduler.address} --n-workers 2 --memory-limit 1GB",
+    )
+    assert reply["status"] == "ok", reply["output"]
+    kernel_pid = km.provisioner.process.pid
+    workers = [p for p in spawned_workers(kernel_pid) if p.ppid() == kernel_pid]
+    assert len(workers) == 2, reply["output"]
+    scheduler.wait_for_workers(3)
+    return workers
+
+
+def _scheduler_sees_only_its_own(scheduler: DaskProcesses) -> None:
+    from distributed import Client
+
+    with Client(scheduler.address, timeout=30, set_as_default=False) as client:
+        deadline = time.monotonic() + 30
+        while len(client.scheduler_info()["workers"]) != 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        names = [w["name"] for w in client.scheduler_info()["workers"].values()]
+    assert names == ["remote-0"]
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["shutdown", "restart"])
+def test_kernel_shutdown_or_restart_leaves_no_worker(
+    kernel, scheduler: DaskProcesses, runtime_dir: Path, restart: bool
+) -> None:
+    km, kc = kernel
+    workers = _join(km, kc, scheduler)
+    if restart:
+        km.restart_kernel(now=False)
+    else:
+        km.shutdown_kernel(now=False)
+    assert wait_gone(workers) == []
+    assert sorted(p.name for p in runtime_dir.glob("gpudask-kernel-*")) == []
+    _scheduler_sees_only_its_own(scheduler)
+
+
+def test_unload_ext_leaves_no_worker(kernel, scheduler: DaskProcesses) -> None:
+    km, kc = kernel
+    workers = _join(km, kc, scheduler)
+    reply = run(kc, "%unload_ext gpudask_jupyter")
+    assert reply["status"] == "ok", reply["output"]
+    assert wait_gone(workers) == []
+    _scheduler_sees_only_its_own(scheduler)
+
+
+def test_a_killed_kernel_leaves_no_worker(kernel, scheduler: DaskProcesses) -> None:
+    km, kc = kernel
+    workers = _join(km, kc, scheduler)
+    os.kill(km.provisioner.process.pid, signal.SIGKILL)  # no handler runs
+    assert wait_gone(workers) == []  # they end with their parent's pipe
+    _scheduler_sees_only_its_own(scheduler)
