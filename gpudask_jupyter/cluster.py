@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Any
 
-from . import cluster_security, compat, config, gpus, lifecycle, nvml, registry
+from . import cluster_security, cluster_tables, compat, config, gpus, lifecycle, nvml, registry
 from .cluster_connect import (
     close_quietly,
     connect,
@@ -197,23 +197,8 @@ class ClusterSession:
         return not self._closed and getattr(self.client, "status", None) == "running"
 
     def gone(self) -> str:
-        """Why the session no longer works, and what still helps, for ``status``."""
-        status = getattr(self.client, "status", "closed")
-        why = (
-            "its client was closed"
-            if status in {"closed", "closing"}
-            else "the scheduler does not answer (it stopped, or the connection broke)"
-        )
-        if self.cluster is not None:
-            state, after = "usable", "ends what is left of it (workers included); then start it"
-        elif self.joined is not None:
-            state, after = "reachable", "ends this kernel's workers and forgets it; then join"
-        else:
-            state, after = "reachable", "forgets it; then attach"
-        return (
-            f"The cluster at {self.address} is no longer {state}: {why}. "
-            f"%gpu_cluster stop {after} again."
-        )
+        """Why the session no longer works, and what still helps."""
+        return cluster_tables.why_gone(self)
 
     def workers(self) -> dict[str, dict[str, Any]]:
         """The scheduler's description of each worker, by address, asked within
@@ -283,11 +268,16 @@ class ClusterSession:
         self.pids.note(self.cluster)
 
     def restart(self) -> None:
-        """Restart every worker (frees their host and GPU memory), keeping the cluster."""
+        """Restart the workers (frees their host and GPU memory), keeping the cluster: only
+        this kernel's own of a scheduler it joined, whose other workers are someone else's."""
         if not self.alive:
             raise ClusterError(self.gone())
+        timeout = float(config.get("startup-timeout"))
         try:
-            self.client.restart(timeout=float(config.get("startup-timeout")))
+            if self.joined is not None:
+                self.client.restart_workers(self.joined.addresses(), timeout=timeout)
+            else:
+                self.client.restart(timeout=timeout)
         except Exception as err:
             raise ClusterError(f"Restart failed: {type(err).__name__}: {err}") from err
         if self.cluster is not None:

@@ -267,3 +267,23 @@ def _resources(identity: dict[str, Any]) -> str:
 
 def _short_uuid(uuid: str) -> str:
     return uuid if len(uuid) <= 16 else uuid[:12] + "…"
+
+
+def why_gone(session: ClusterSession) -> str:
+    """Why ``session`` no longer works, and what still helps (``stop`` always does)."""
+    status = getattr(session.client, "status", "closed")
+    why = (
+        "its client was closed"
+        if status in {"closed", "closing"}
+        else "the scheduler does not answer (it stopped, or the connection broke)"
+    )
+    if session.cluster is not None:
+        state, after = "usable", "ends what is left of it (workers included); then start it"
+    elif session.joined is not None:
+        state, after = "reachable", "ends this kernel's workers and forgets it; then join"
+    else:
+        state, after = "reachable", "forgets it; then attach"
+    return (
+        f"The cluster at {session.address} is no longer {state}: {why}. "
+        f"%gpu_cluster stop {after} again."
+    )

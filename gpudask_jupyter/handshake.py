@@ -225,7 +225,7 @@ def _answer_problem(address: str, answer: bytes) -> str | None:
         return _http_problem(address, status, body.decode("utf-8", "replace"))
     if looks_like_dask(answer[:HEADER]):
         return (
-            f"{address}: a Dask scheduler answers there without TLS. Attach to "
+            f"{address}: a Dask scheduler answers there without TLS. Use "
             f"tcp://{address.partition('://')[2]} (without the TLS files)."
         )
     if answer.startswith(b"\x15\x03"):
@@ -242,7 +242,7 @@ def _http_problem(address: str, status: str, body: str) -> str:
     if scheduler:
         return (
             f"{address} answers HTTP: it is the dashboard of the scheduler at {scheduler}. "
-            f"Attach to {scheduler} instead."
+            f"Use {scheduler} instead."
         )
     return (
         f"{address} answers HTTP ({status[:60]}), not Dask's protocol: is it the dashboard? "
@@ -253,7 +253,7 @@ def _http_problem(address: str, status: str, body: str) -> str:
 def _not_dask(address: str, first: bytes) -> str:
     if first.startswith(b"\x15\x03"):
         return (
-            f"{address} answered with a TLS alert: it speaks TLS. Attach to "
+            f"{address} answered with a TLS alert: it speaks TLS. Use "
             f"tls://{address.partition('://')[2]} with --tls-ca-file, --tls-cert and --tls-key."
         )
     shown = first.decode("ascii", "replace")

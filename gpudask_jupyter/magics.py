@@ -258,10 +258,10 @@ class GpuDaskMagics(Magics):
             return
         mode, address = session.mode, session.address
         if mode == "joined":
-            print(session.leave().describe(address))
+            print(session.leave().describe(address), "This kernel is disconnected from it.")
         else:
             session.close()
-        if mode in {"attached", "joined"}:
+        if mode == "attached":
             print(f"Detached from {address}; that cluster keeps running.")
         else:
             print("Cluster stopped; its workers are gone.")

@@ -109,7 +109,7 @@ def test_a_dashboard_port_names_the_scheduler_to_attach_to(shell) -> None:
     ) as local:
         port = local.scheduler.services["dashboard"].port
         text = _attach_fails(shell, f"tcp://127.0.0.1:{port}", "it is the dashboard of")
-        assert f"Attach to {local.scheduler_address} instead" in text
+        assert f"Use {local.scheduler_address} instead" in text
         assert _open_to(port) == []
         client = shell.run_line_magic("gpu_cluster", f"attach {local.scheduler_address}")
         assert client.scheduler.address == local.scheduler_address

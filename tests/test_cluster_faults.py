@@ -182,11 +182,12 @@ def test_status_names_resources_no_worker_offers(shell, capsys) -> None:
     client = shell.run_line_magic("gpu_cluster", START)
     capsys.readouterr()
     futures = [client.submit(sum, [i], resources={"GPU": 1}, pure=False) for i in range(3)]
-    deadline = time.monotonic() + 10
+    said = "3 tasks wait for resource 'GPU', which no worker offers"
+    deadline = time.monotonic() + 30  # the three reach the scheduler one by one
     out = ""
-    while "wait for resource 'GPU'" not in out and time.monotonic() < deadline:
+    while said not in out and time.monotonic() < deadline:
         out = _status(shell, capsys)
-    assert "3 tasks wait for resource 'GPU', which no worker offers" in out
+    assert said in out
     assert all(f.status == "pending" for f in futures)
 
 

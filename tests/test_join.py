@@ -152,7 +152,7 @@ def test_without_another_worker_the_data_cannot_move_and_leave_says_so(
             shell.run_line_magic("gpu_cluster", "stop")
             out = capsys.readouterr().out
             assert "could not hand over their data" in out and "they were ended anyway" in out
-            assert "Detached from" in out
+            assert "This kernel is disconnected from it." in out
             _nothing_left(pids)
             assert other.scheduler_info()["workers"] == {}
     finally:
@@ -247,3 +247,23 @@ def test_a_second_join_is_refused_then_replaces(shell, scheduler: DaskProcesses,
     session = cluster.current()
     assert session is not None and session.joined is not None
     assert len(session.joined.addresses()) == 1
+
+
+def test_restart_of_a_joined_cluster_restarts_only_this_kernels_workers(
+    shell, scheduler: DaskProcesses, other_client: Any
+) -> None:
+    _, ours = _join(shell, scheduler)
+    before = other_client.run(os.getpid)
+    theirs = {a: pid for a, pid in before.items() if a not in ours}
+    assert len(theirs) == 1
+    shell.run_line_magic("gpu_cluster", "restart")
+    deadline = time.monotonic() + 60
+    while True:  # our workers come back under new addresses and new processes
+        after = other_client.run(os.getpid)
+        mine = {a: pid for a, pid in after.items() if a not in theirs}
+        if len(mine) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert {a: after[a] for a in theirs} == theirs  # the colleague's worker was not restarted
+    assert len(mine) == 2 and not set(mine.values()) & {before[a] for a in ours}
+    shell.run_line_magic("gpu_cluster", "leave")
