@@ -1,89 +1,315 @@
 """Host↔device transfer: %%to_gpu / %%to_cpu against cupy.asarray, cudf.from_pandas and back.
 
-For each case (a 2 GiB float64 array, a 2 GiB mixed numeric DataFrame, the same frame with a
-string column) and each direction, one run measures:
+For each case (``array``: a 2 GiB float64 array, ``frame``: a 2 GiB mixed numeric DataFrame,
+``strings``: the same frame with a string column) and each direction, every repetition measures,
+interleaved so that a host that slows down mid-run slows all three alike:
 
-  ceiling  one cudaMemcpy of the same number of bytes from/to a page-locked buffer
+  ceiling  one cudaMemcpyAsync of the same number of bytes from/to one page-locked buffer
   anchor   cupy.asarray / cudf.from_pandas  (host→device),  .get() / .to_pandas()  (device→host)
   ours     the %%to_gpu / %%to_cpu cell magic, in a real IPython shell
 
-and prints best-of-N seconds, GB/s, ours/anchor speed-up and ours/ceiling fraction.
+and the table gives the median and the spread (min–max) of each in GB/s over ``--repeat`` runs
+(5), and the ratios of the medians. For device→host of the array and the numeric frame, extra
+rows time ours with the destination allocated as before huge pages (``numpy.empty``, faulted in
+by the copy itself), on huge pages without faulting ahead, and on 4 KiB pages faulted ahead.
 
-It also prints how fast this machine's threads can first touch fresh host memory: every
-device→host copy (ours and the anchor's) writes into newly allocated memory, which the kernel
-must fault in and zero first, so that rate bounds device→host from the host side.
+Beside the table, what bounds a transfer on this host: its own copy rate (memcpy between memory
+already faulted in, one thread, the copy threads, every core), how fast fresh memory is faulted
+in, by writing it or by ``MADV_POPULATE_WRITE``, on 4 KiB pages and on transparent huge pages
+(every device→host copy, ours and the anchor's, writes into fresh memory), the pinned ceiling
+and the route that registers the source with the driver instead of copying it.
 
-    python benchmarks/transfer.py [--gib 2] [--repeat 3] [--sweep]
+    python benchmarks/transfer.py [--gib 2] [--repeat 5] [--busy N] [--cases array,frame]
+                                  [--sweep] [--host-only]
 
-``--sweep`` first times the pinned pipeline alone for several thread counts and buffer sizes.
+``--busy N`` runs N CPU-bound processes (pure-Python loops) beside everything, as on a shared
+server; the tables say so. ``--sweep`` first times the pinned pipeline alone for several thread
+counts and buffer sizes. ``--host-only`` prints only the host's figures (no GPU needed).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import platform
+import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+PIECE = 4 * 2**20  # what one copy thread moves at a time, as the pipeline does
+CASES = ("array", "frame", "strings")
 
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    import cupy
+# -- figures -------------------------------------------------------------------------------------
 
-    times = []
-    for _ in range(repeat):
-        cupy.cuda.runtime.deviceSynchronize()
+
+def gbps(nbytes: int, seconds: Sequence[float]) -> list[float]:
+    return [nbytes / s / 1e9 for s in seconds]
+
+
+def spread(rates: Sequence[float]) -> str:
+    """``median (min–max)`` of rates in GB/s."""
+    if not rates:
+        return "n/a"
+    return f"{statistics.median(rates):.1f} ({min(rates):.1f}–{max(rates):.1f})"
+
+
+def ratio(ours: Sequence[float], other: Sequence[float], percent: bool = False) -> str:
+    if not ours or not other:
+        return "n/a"
+    value = statistics.median(ours) / statistics.median(other)
+    return f"{value:.0%}" if percent else f"{value:.2f}×"
+
+
+# -- busy processes ------------------------------------------------------------------------------
+
+_BUSY_LOOP = (
+    "import os\n"
+    "parent = os.getppid()\n"
+    "while os.getppid() == parent:  # stop on our own if the benchmark is killed\n"
+    "    for _ in range(10**6):\n"
+    "        pass\n"
+)
+
+
+@contextlib.contextmanager
+def busy(count: int) -> Iterator[None]:
+    """``count`` CPU-bound processes beside the body; each is stopped when the body ends."""
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(count):
+            processes.append(subprocess.Popen([sys.executable, "-c", _BUSY_LOOP]))
+        yield
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+# -- the host's own rates ------------------------------------------------------------------------
+
+
+def _in_pieces(nbytes: int, threads: int, work: Callable[[int, int], Any]) -> float:
+    """Seconds ``threads`` threads take to run ``work(offset, size)`` over ``nbytes``, taking
+    pieces from one shared cursor as the pipeline's threads do."""
+    offsets = iter(range(0, nbytes, PIECE))  # next() on it is atomic under the GIL
+
+    def run() -> None:
+        for offset in offsets:
+            work(offset, min(PIECE, nbytes - offset))
+
+    with ThreadPoolExecutor(threads) as pool:
         t0 = time.perf_counter()
-        result = fn()
-        cupy.cuda.runtime.deviceSynchronize()
-        times.append(time.perf_counter() - t0)
-        del result
-    return min(times)
+        for future in [pool.submit(run) for _ in range(threads)]:
+            future.result()
+        return time.perf_counter() - t0
 
 
-def ceiling(nbytes: int, repeat: int) -> tuple[float, float]:
-    """Bytes per second of one pinned H2D and one pinned D2H copy of ``nbytes``."""
-    import cupy
-
-    host = cupy.cuda.alloc_pinned_memory(nbytes)
-    dev = cupy.empty(nbytes, dtype=cupy.uint8)
-    rt = cupy.cuda.runtime
-    up = _best(lambda: rt.memcpy(dev.data.ptr, host.ptr, nbytes, rt.memcpyHostToDevice), repeat)
-    down = _best(lambda: rt.memcpy(host.ptr, dev.data.ptr, nbytes, rt.memcpyDeviceToHost), repeat)
-    return nbytes / up, nbytes / down
-
-
-def first_touch(nbytes: int, threads: int, repeat: int) -> float:
-    """Bytes per second at which ``threads`` threads fault in and fill fresh host memory."""
-    import ctypes
-    from concurrent.futures import ThreadPoolExecutor
-
+def memcpy_rates(nbytes: int, threads: int, repeat: int) -> list[float]:
+    """GB/s of memcpy between two buffers already faulted in."""
     import numpy as np
 
-    piece = 16 * 2**20
-    times = []
-    with ThreadPoolExecutor(threads) as pool:
-        for _ in range(repeat):
+    source, target = np.ones(nbytes, dtype=np.uint8), np.ones(nbytes, dtype=np.uint8)
+    src, dst = source.ctypes.data, target.ctypes.data
+    seconds = [
+        _in_pieces(nbytes, threads, lambda o, n: ctypes.memmove(dst + o, src + o, n))
+        for _ in range(repeat)
+    ]
+    return gbps(nbytes, seconds)
+
+
+def _fault_in(base: int, nbytes: int, threads: int, how: str) -> float:
+    from gpudask_jupyter.convert import host_memory
+
+    if how == "write":
+        return _in_pieces(nbytes, threads, lambda o, n: ctypes.memset(base + o, 0, n))
+    with host_memory.using(prefault=True):
+        return _in_pieces(nbytes, threads, lambda o, n: host_memory.prefault(base + o, n))
+
+
+def first_touch_rates(nbytes: int, threads: int, repeat: int, pages: str, how: str) -> list[float]:
+    """GB/s at which fresh memory is faulted in, by writing zeros over it (``write``) or by
+    ``MADV_POPULATE_WRITE`` alone (``populate``); ``pages``: a new mapping on ``huge`` or
+    ``small`` pages each time, or a new ``numpy.empty`` array (NumPy advises huge pages itself)."""
+    import numpy as np
+
+    from gpudask_jupyter.convert import host_memory
+
+    seconds = []
+    for _ in range(repeat):
+        if pages == "numpy":
             fresh: Any = np.empty(nbytes, dtype=np.uint8)
-            base = fresh.ctypes.data
-            t0 = time.perf_counter()
-            list(
-                pool.map(
-                    lambda o, base=base: ctypes.memset(base + o, 0, min(piece, nbytes - o)),
-                    range(0, nbytes, piece),
-                )
-            )
-            times.append(time.perf_counter() - t0)
+            seconds.append(_fault_in(fresh.ctypes.data, nbytes, threads, how))
             del fresh
-    return nbytes / min(times)
+            continue
+        mapping, offset = host_memory.map_fresh(nbytes, huge=pages == "huge")
+        view = ctypes.c_char.from_buffer(mapping, offset)
+        seconds.append(_fault_in(ctypes.addressof(view), nbytes, threads, how))
+        del view
+        mapping.close()
+    return gbps(nbytes, seconds)
 
 
-def make_cases(gib: float) -> dict[str, Any]:
+# the rows of the host's table after memcpy: (label, pages, how)
+FIRST_TOUCH = (
+    ("first touch by writing, 4 KiB pages", "small", "write"),
+    ("first touch by writing, numpy.empty", "numpy", "write"),
+    ("first touch by writing, huge pages", "huge", "write"),
+    ("fault-in by MADV_POPULATE_WRITE, 4 KiB pages", "small", "populate"),
+    ("fault-in by MADV_POPULATE_WRITE, huge pages", "huge", "populate"),
+)
+
+
+def host_facts(nbytes: int, repeat: int) -> None:
+    from gpudask_jupyter.convert import host_memory, staging
+
+    counts = sorted({1, staging.default_threads(), staging.usable_cores()})
+    rows: list[tuple[str, Callable[[int], list[float]]]] = [
+        ("memcpy, memory already faulted in", lambda t: memcpy_rates(nbytes, t, repeat))
+    ]
+    for label, pages, how in FIRST_TOUCH:
+        if how == "populate" and not host_memory.prefault_available():
+            continue
+        if pages == "huge" and not host_memory.huge_pages_available():
+            continue
+        rows.append((label, lambda t, p=pages, h=how: first_touch_rates(nbytes, t, repeat, p, h)))
+    print(f"host rates, GB/s, median (min–max) of {repeat}, {nbytes / 2**30:.2f} GiB each:")
+    print("| | " + " | ".join(f"{t} thread{'s' * (t > 1)}" for t in counts) + " |")
+    print("| --- " * (len(counts) + 1) + "|")
+    for label, measure in rows:
+        print(f"| {label} | " + " | ".join(spread(measure(t)) for t in counts) + " |", flush=True)
+    print()
+
+
+def describe_host(busy_count: int) -> None:
+    from gpudask_jupyter import config
+    from gpudask_jupyter.convert import host_memory, staging
+
+    print(
+        f"host: {platform.node()}, {staging.usable_cores()} usable cores, Linux "
+        f"{platform.release()}, Python {platform.python_version()}; transparent huge pages: "
+        f"{host_memory.huge_pages_setting()}; MADV_POPULATE_WRITE: "
+        f"{'yes' if host_memory.prefault_available() else 'no'}; "
+        f"{busy_count} busy process{'es' * (busy_count != 1)} beside the benchmark"
+    )
+    print(
+        f"defaults: {staging.default_threads()} copy threads, pinned buffer "
+        f"{config.get('pinned-buffer') // 2**20} MiB, threshold "
+        f"{config.get('transfer-threshold') // 2**20} MiB; destinations: "
+        f"{host_memory.policy.pages} pages, fault-ahead {host_memory.policy.prefault}"
+    )
+    print()
+
+
+# -- the device ------------------------------------------------------------------------------------
+
+
+def _synchronized(fn: Callable[[], Any]) -> float:
+    """Seconds one call of ``fn`` takes, the device idle before and after; its result is freed
+    after the clock stops."""
+    import cupy
+
+    cupy.cuda.runtime.deviceSynchronize()
+    t0 = time.perf_counter()
+    result = fn()
+    cupy.cuda.runtime.deviceSynchronize()
+    seconds = time.perf_counter() - t0
+    del result
+    return seconds
+
+
+class Ceiling:
+    """One page-locked buffer and one device buffer of ``capacity`` bytes, for the ceiling."""
+
+    def __init__(self, capacity: int) -> None:
+        import cupy
+
+        self.host = cupy.cuda.alloc_pinned_memory(capacity)
+        self.device = cupy.empty(capacity, dtype=cupy.uint8)
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+
+    def copy(self, nbytes: int, to_device: bool) -> None:
+        import cupy
+
+        rt = cupy.cuda.runtime
+        if to_device:
+            args = (self.device.data.ptr, self.host.ptr, nbytes, rt.memcpyHostToDevice)
+        else:
+            args = (self.host.ptr, self.device.data.ptr, nbytes, rt.memcpyDeviceToHost)
+        rt.memcpyAsync(*args, self.stream.ptr)
+        self.stream.synchronize()
+
+    def seconds(self, nbytes: int, to_device: bool) -> float:
+        return _synchronized(lambda: self.copy(nbytes, to_device))
+
+
+def registered_rates(nbytes: int, to_device: bool, repeat: int) -> list[float]:
+    """GB/s of the route that copies nothing on the CPU: cudaHostRegister the host memory, one
+    DMA, cudaHostUnregister; host→device from memory already faulted in, device→host into fresh
+    memory (huge pages where the host has them), allocated within the time."""
+    import cupy
+    import numpy as np
+
+    from gpudask_jupyter.convert import host_memory
+
+    rt = cupy.cuda.runtime
+    device = cupy.empty(nbytes, dtype=cupy.uint8)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    source = np.ones(nbytes, dtype=np.uint8) if to_device else None
+
+    def once() -> Any:
+        host = source if source is not None else host_memory.empty((nbytes,), np.uint8)
+        ptr = host.ctypes.data
+        rt.hostRegister(ptr, nbytes, 0)
+        try:
+            if to_device:
+                rt.memcpyAsync(device.data.ptr, ptr, nbytes, rt.memcpyHostToDevice, stream.ptr)
+            else:
+                rt.memcpyAsync(ptr, device.data.ptr, nbytes, rt.memcpyDeviceToHost, stream.ptr)
+            stream.synchronize()
+        finally:
+            rt.hostUnregister(ptr)
+        return host
+
+    return gbps(nbytes, [_synchronized(once) for _ in range(repeat)])
+
+
+def device_facts(ceiling: Ceiling, nbytes: int, repeat: int) -> None:
+    up = gbps(nbytes, [ceiling.seconds(nbytes, True) for _ in range(repeat)])
+    down = gbps(nbytes, [ceiling.seconds(nbytes, False) for _ in range(repeat)])
+    print(
+        f"pinned ceiling, {nbytes / 2**30:.2f} GiB, GB/s: host→device {spread(up)}, "
+        f"device→host {spread(down)}"
+    )
+    for to_device, direction in ((True, "host→device"), (False, "device→host")):
+        try:
+            registered = spread(registered_rates(nbytes, to_device, repeat))
+        except Exception as err:  # a figure beside the table: the table still runs
+            registered = f"n/a ({type(err).__name__}: {err})"
+        print(f"{direction} by cudaHostRegister + one DMA + unregister, GB/s: {registered}")
+    print()
+
+
+def make_cases(gib: float, names: Sequence[str]) -> dict[str, Any]:
     import numpy as np
     import pandas as pd
 
     n_bytes = int(gib * 2**30)
     rng = np.random.default_rng(0)
-    array = rng.standard_normal(n_bytes // 8)
+    cases: dict[str, Any] = {}
+    if "array" in names:
+        cases["array"] = rng.standard_normal(n_bytes // 8)
+    if "frame" not in names and "strings" not in names:
+        return cases
     rows = n_bytes // (8 + 8 + 4 + 4 + 1 + 8)
     frame = pd.DataFrame(
         {
@@ -95,34 +321,44 @@ def make_cases(gib: float) -> dict[str, Any]:
             "t": pd.to_datetime(rng.integers(0, 2**31, rows), unit="s").astype("datetime64[ns]"),
         }
     )
-    with_strings = frame.copy()
-    words = np.array(["alpha", "beta", "gamma", "delta", "epsilon"], dtype=object)
-    with_strings["s"] = pd.Series(words[rng.integers(0, 5, rows)], dtype="str")
-    return {"float64 array": array, "numeric frame": frame, "frame + strings": with_strings}
+    if "strings" in names:
+        with_strings = frame.copy()
+        words = np.array(["alpha", "beta", "gamma", "delta", "epsilon"], dtype=object)
+        with_strings["s"] = pd.Series(words[rng.integers(0, 5, rows)], dtype="str")
+        cases["strings"] = with_strings
+    if "frame" in names:
+        cases["frame"] = frame
+    return {name: cases[name] for name in names if name in cases}
 
 
-def measure(shell: Any, name: str, obj: Any, repeat: int, ceil: tuple[float, float]) -> list[str]:
+LABELS = {"array": "float64 array", "frame": "numeric frame", "strings": "frame + strings"}
+# device→host destinations compared with ours: (label, host_memory.using(...) arguments)
+D2H_VARIANTS = (
+    ("numpy.empty, faulted by the copy (as before)", {"pages": "numpy", "prefault": False}),
+    ("huge pages, faulted by the copy", {"pages": "huge", "prefault": False}),
+    ("4 KiB pages, faulted ahead", {"pages": "small", "prefault": True}),
+)
+
+
+def _ways(
+    shell: Any, obj: Any
+) -> list[tuple[str, bool, Callable[[], Any], Callable[[], Any], str]]:
+    """(direction, to_device, ours, anchor, anchor's name) for both directions of ``obj``."""
     import cudf
     import cupy
     import numpy as np
 
-    from gpudask_jupyter.convert.report import nbytes_of
-
-    nbytes = nbytes_of(obj) or 0
     ns = shell.user_ns
-    ns["src"] = obj
+    is_array = isinstance(obj, np.ndarray)
 
     def ours_up() -> Any:
-        shell.run_cell_magic("to_gpu", "-q src", "pass")
-        moved = ns["src"]
         ns["src"] = obj
-        return moved
+        shell.run_cell_magic("to_gpu", "-q src", "pass")
+        return ns.pop("src")
 
-    anchor_up = (
-        (lambda: cupy.asarray(obj))
-        if isinstance(obj, np.ndarray)
-        else lambda: cudf.from_pandas(obj)
-    )
+    def anchor_up() -> Any:
+        return cupy.asarray(obj) if is_array else cudf.from_pandas(obj)
+
     device_obj = anchor_up()
 
     def ours_down() -> Any:
@@ -130,37 +366,77 @@ def measure(shell: Any, name: str, obj: Any, repeat: int, ceil: tuple[float, flo
         shell.run_cell_magic("to_cpu", "-q dev", "pass")
         return ns.pop("dev")
 
-    anchor_down = (
-        (lambda: device_obj.get()) if isinstance(obj, np.ndarray) else device_obj.to_pandas
-    )
-    ours_up(), anchor_up(), ours_down(), anchor_down()  # warm: buffers, streams, kernels
-    rows = []
-    for direction, ceiling_bw, ours, anchor, anchor_name in (
+    anchor_down = device_obj.get if is_array else device_obj.to_pandas
+    return [
         (
             "host→device",
-            ceil[0],
+            True,
             ours_up,
             anchor_up,
-            "cupy.asarray" if isinstance(obj, np.ndarray) else "cudf.from_pandas",
+            "cupy.asarray" if is_array else "cudf.from_pandas",
         ),
-        (
-            "device→host",
-            ceil[1],
-            ours_down,
-            anchor_down,
-            ".get()" if isinstance(obj, np.ndarray) else ".to_pandas()",
-        ),
-    ):
-        t_ours, t_anchor = _best(ours, repeat), _best(anchor, repeat)
-        t_ceiling = nbytes / ceiling_bw
-        rows.append(
-            f"| {name} | {direction} | {nbytes / 2**30:.2f} | {ceiling_bw / 1e9:.1f} | "
-            f"{anchor_name} {nbytes / t_anchor / 1e9:.1f} | {nbytes / t_ours / 1e9:.1f} | "
-            f"{t_anchor / t_ours:.2f}× | {t_ceiling / t_ours:.0%} |"
+        ("device→host", False, ours_down, anchor_down, ".get()" if is_array else ".to_pandas()"),
+    ]
+
+
+def _variant(ours: Callable[[], Any], changes: dict[str, Any]) -> Callable[[], float]:
+    from gpudask_jupyter.convert import host_memory
+
+    def timed() -> float:
+        with host_memory.using(**changes):
+            return _synchronized(ours)
+
+    return timed
+
+
+def interleaved(timers: dict[str, Callable[[], float]], repeat: int) -> dict[str, list[float]]:
+    """Seconds of each timer over ``repeat`` rounds of all of them, after one warm-up round
+    (buffers, streams, kernels, first mappings): a host that slows down mid-run slows all alike."""
+    for timer in timers.values():
+        timer()
+    seconds: dict[str, list[float]] = {key: [] for key in timers}
+    for _ in range(repeat):
+        for key, timer in timers.items():
+            seconds[key].append(timer())
+    return seconds
+
+
+def measure(
+    shell: Any, name: str, obj: Any, repeat: int, ceiling: Ceiling, busy_count: int
+) -> None:
+    """Print the rows of one case: each direction, and the device→host destination variants."""
+    import cupy
+
+    from gpudask_jupyter.convert.report import nbytes_of
+
+    nbytes = nbytes_of(obj) or 0
+    head = f"| {LABELS[name]} | {{}} | {nbytes / 2**30:.2f} | {busy_count} |"
+    for direction, to_device, ours, anchor, anchor_name in _ways(shell, obj):
+        timers: dict[str, Callable[[], float]] = {
+            "ceiling": lambda d=to_device: ceiling.seconds(nbytes, d),
+            "anchor": lambda f=anchor: _synchronized(f),
+            "ours": lambda f=ours: _synchronized(f),
+        }
+        variants = D2H_VARIANTS if not to_device and name != "strings" else ()
+        for variant, changes in variants:
+            timers[variant] = _variant(ours, changes)
+        rate = {key: gbps(nbytes, s) for key, s in interleaved(timers, repeat).items()}
+        print(
+            f"{head.format(direction)} {spread(rate['ceiling'])} | "
+            f"{anchor_name} {spread(rate['anchor'])} | {spread(rate['ours'])} | "
+            f"{ratio(rate['ours'], rate['anchor'])} | "
+            f"{ratio(rate['ours'], rate['ceiling'], percent=True)} |",
+            flush=True,
         )
-    ns.pop("src", None)
+        for variant, _ in variants:
+            print(
+                f"{head.format(f'{direction}, ours with {variant}')} | | "
+                f"{spread(rate[variant])} | {ratio(rate[variant], rate['anchor'])} | "
+                f"{ratio(rate[variant], rate['ceiling'], percent=True)} |",
+                flush=True,
+            )
+    shell.user_ns.pop("src", None)
     cupy.get_default_memory_pool().free_all_blocks()
-    return rows
 
 
 def sweep(gib: float, repeat: int) -> None:
@@ -171,68 +447,96 @@ def sweep(gib: float, repeat: int) -> None:
     from gpudask_jupyter.convert import staging
 
     array = np.random.default_rng(1).standard_normal(int(gib * 2**30) // 8)
-    print("| threads | pinned MiB | MiB × buffers | host→device GB/s | device→host GB/s |")
+    cores = staging.usable_cores()
+    counts = sorted(
+        {t for t in (2, 4, 8, 12, 14, 16) if t <= max(2, cores)} | {staging.default_threads()}
+    )
+    print(
+        f"the pinned pipeline alone, {array.nbytes / 2**30:.2f} GiB float64, GB/s, "
+        "median (min–max):"
+    )
+    print("| threads | pinned MiB | MiB × buffers per thread | host→device | device→host |")
     print("| --- | --- | --- | --- | --- |")
-    for threads in (8, 12, 14, 16):
+    for threads in counts:
         for pinned in (256, 512):
             config.set_override("transfer-threads", threads)
             config.set_override("pinned-buffer", pinned * 2**20)
             staging.release()
             stager = staging.stager()
-            up = _best(lambda: staging.to_device(array), repeat)
-            on_device = [staging.to_device(array)]
-            down = _best(lambda: staging.to_host(on_device[0]), repeat)  # noqa: B023
+            on_device = staging.to_device(array)
+            staging.to_host(on_device)  # warm
+            up = [_synchronized(lambda: staging.to_device(array)) for _ in range(repeat)]
+            down = [
+                _synchronized(lambda: staging.to_host(on_device))  # noqa: B023
+                for _ in range(repeat)
+            ]
             print(
                 f"| {threads} | {pinned} | {stager.chunk / 2**20:.1f} × {stager.depth} "
-                f"| {array.nbytes / up / 1e9:.1f} | "
-                f"{array.nbytes / down / 1e9:.1f} |"
+                f"| {spread(gbps(array.nbytes, up))} | {spread(gbps(array.nbytes, down))} |",
+                flush=True,
             )
-            on_device.clear()
+            on_device = None
             cupy.get_default_memory_pool().free_all_blocks()
     config.clear_overrides()
     staging.release()
     print()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gib", type=float, default=2.0)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--sweep", action="store_true")
-    args = parser.parse_args()
-
+def run_device(args: argparse.Namespace, nbytes: int) -> None:
     import cupy
     from IPython.core.interactiveshell import InteractiveShell
 
-    from gpudask_jupyter import config
-    from gpudask_jupyter.convert import staging
+    from gpudask_jupyter.convert.report import nbytes_of
 
     cupy.zeros(1)
+    cases = make_cases(args.gib, args.cases)
+    ceiling = Ceiling(max([nbytes, *(nbytes_of(obj) or 0 for obj in cases.values())]))
+    device_facts(ceiling, nbytes, args.repeat)
     if args.sweep:
         sweep(args.gib, args.repeat)
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "gpudask_jupyter")
-    ceil = ceiling(2 * 2**30, args.repeat)
-    pinned, threshold = (
-        config.get("pinned-buffer") // 2**20,
-        config.get("transfer-threshold") // 2**20,
-    )
-    threads, cores = staging.default_threads(), staging.usable_cores()
-    touch = [first_touch(2 * 2**30, n, args.repeat) / 1e9 for n in (threads, cores)]
+    print(f"GB/s, median (min–max) of {args.repeat} runs each, interleaved; ratios of the medians")
     print(
-        f"defaults: {threads} threads, pinned buffer {pinned} MiB, threshold {threshold} MiB; "
-        f"first touch of fresh host memory: {touch[0]:.1f} GB/s with {threads} threads, "
-        f"{touch[1]:.1f} GB/s with {cores}"
-    )
-    print(
-        "| case | direction | GiB | pinned ceiling GB/s | anchor GB/s | ours GB/s "
+        "| case | direction | GiB | busy processes | pinned ceiling | anchor | ours "
         "| ours/anchor | ours/ceiling |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for name, obj in make_cases(args.gib).items():
-        for row in measure(shell, name, obj, args.repeat, ceil):
-            print(row, flush=True)
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name in list(cases):
+        measure(shell, name, cases.pop(name), args.repeat, ceiling, args.busy)
+    if "strings" in args.cases:
+        print(
+            "(frame + strings: the string column takes cuDF's own path in both directions; the "
+            "numeric columns take ours)"
+        )
     shell.run_line_magic("unload_ext", "gpudask_jupyter")
+
+
+def _case_names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(CASES))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"cases are a comma-separated subset of {', '.join(CASES)}"
+        )
+    return names
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--gib", type=float, default=2.0, help="size of each case (2)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each measurement (5)")
+    parser.add_argument("--busy", type=int, default=0, help="CPU-bound processes beside it (0)")
+    parser.add_argument("--cases", type=_case_names, default=list(CASES), help=",".join(CASES))
+    parser.add_argument("--sweep", action="store_true", help="time thread counts and buffers")
+    parser.add_argument("--host-only", action="store_true", help="the host's figures alone")
+    args = parser.parse_args()
+    nbytes = int(args.gib * 2**30)
+    with busy(args.busy):
+        describe_host(args.busy)
+        host_facts(nbytes, args.repeat)
+        if not args.host_only:
+            run_device(args, nbytes)
 
 
 if __name__ == "__main__":

@@ -3,21 +3,31 @@
 The fake backend's "DMA" runs only when an event or stream behind it is waited for, the way a
 real copy may still be in flight: a buffer refilled before its DMA ran, or drained before its DMA
 landed, gives wrong bytes here too. Device memory is host memory.
+
+Device→host, the destinations are fresh mappings (:mod:`gpudask_jupyter.convert.host_memory`)
+that the copy threads fault in ahead of the copy: a recording fault-in checks that each piece's
+destination is still untouched, with its DMA in flight, when it is faulted in.
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
+from test_host_memory import mapping_of
 
-from gpudask_jupyter.convert.staging import MiB, PinnedStager, Segment, _Pieces, layout
+from gpudask_jupyter.convert import host_memory
+from gpudask_jupyter.convert.staging import Batch, MiB, PinnedStager, Segment, _Pieces, layout
 
 
 class FakeStream:
@@ -102,9 +112,9 @@ class FakeBackend:
 SIZES = [5 * MiB + 17, 1, 3 * MiB, 0, 2 * MiB - 5, 7 * MiB + 4093]
 
 
-def _arrays(seed: int) -> list[np.ndarray]:
+def _arrays(seed: int, low: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    return [rng.integers(0, 256, n, dtype=np.uint8) for n in SIZES]
+    return [rng.integers(low, 256, n, dtype=np.uint8) for n in SIZES]
 
 
 def _segments(hosts: list[np.ndarray], devices: list[np.ndarray]) -> list[Segment]:
@@ -247,6 +257,194 @@ def test_an_interrupted_wait_stops_the_copy_before_it_returns() -> None:
         assert backend.in_flight() == 0
         pinned.copy(_segments(hosts, devices), to_device=True, device=0)  # the lock is free
         _assert_equal(devices, hosts)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        pinned.close()
+
+
+# -- device→host into fresh memory, faulted in ahead of the copy --------------------------------
+
+
+class Ahead:
+    """A fault-in that checks it runs ahead of the copy, then faults the range in for real.
+
+    The destinations start zeroed and the data has no zero byte, so a range that already holds
+    a non-zero byte was written before it was faulted in.
+    """
+
+    def __init__(self, backend: FakeBackend, fail_at: int | None = None) -> None:
+        self.backend = backend
+        self.ranges: list[tuple[int, int]] = []
+        self.late: list[tuple[int, int]] = []
+        self.fail_at = fail_at
+        self._lock = threading.Lock()
+
+    def __call__(self, address: int, size: int) -> None:
+        with self._lock:
+            self.ranges.append((address, size))
+            if len(self.ranges) == self.fail_at:
+                raise OSError("fault-in failed")
+        if any(ctypes.string_at(address, size)) or self.backend.in_flight() == 0:
+            self.late.append((address, size))
+        host_memory.prefault(address, size)
+
+
+def _pieces(segments: list[Segment], chunk: int) -> set[tuple[int, int]]:
+    pieces = _Pieces(segments, chunk)
+    found = set()
+    while (piece := pieces.next()) is not None:
+        found.add((piece[0], piece[2]))
+    return found
+
+
+@pytest.mark.parametrize("pages", ["huge", "small", "numpy"])
+def test_device_to_host_into_fresh_memory_faulted_ahead_and_back(pages: str) -> None:
+    backend = FakeBackend()
+    ahead = Ahead(backend)
+    pinned = PinnedStager(4 * MiB, 2, backend=backend, prefault=ahead)
+    try:
+        devices = _arrays(8, low=1)
+        with host_memory.using(pages=pages, min_bytes=1):
+            hosts = [host_memory.empty(d.shape, d.dtype) for d in devices]
+        if pages == "numpy":
+            for host in hosts:
+                host[:] = 0  # numpy.empty gives no zeroed memory
+        else:
+            assert all(mapping_of(h) is not None for h in hosts if h.nbytes)
+        segments = _segments(hosts, devices)
+        pinned.copy(segments, to_device=False, device=0)
+        _assert_equal(hosts, devices)
+        # every piece's destination was faulted in once, untouched, while its DMA was in flight
+        assert sorted(ahead.ranges) == sorted(_pieces(segments, pinned.chunk))
+        assert ahead.late == []
+        # and back: the fresh destinations are the sources of a host→device copy
+        again = [np.zeros_like(d) for d in devices]
+        pinned.copy(_segments(hosts, again), to_device=True, device=0)
+        _assert_equal(again, devices)
+        assert len(ahead.ranges) == PIECES  # nothing to fault in host→device
+    finally:
+        pinned.close()
+
+
+class FakeDeviceArray:
+    """What a :class:`Batch` reads of a CuPy array, over host memory (the fake device memory)."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.shape, self.dtype, self.nbytes = array.shape, array.dtype, array.nbytes
+        self.flags = array.flags
+        self.device = SimpleNamespace(id=0)
+        self.data = SimpleNamespace(ptr=array.ctypes.data)
+
+    def get(self) -> np.ndarray:
+        return self.array.copy()
+
+
+def _device_arrays() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(9)
+    return {
+        "matrix": rng.standard_normal((700, 1500)),
+        "fortran": np.asfortranarray(rng.integers(-(2**30), 2**30, (900, 1300), dtype=np.int32)),
+        "column": rng.standard_normal(5 * MiB // 8 + 3),
+        "small": np.arange(10.0),
+        "empty": np.empty((0, 3)),
+    }
+
+
+def test_a_batch_brings_arrays_back_into_fresh_memory_equal_to_get() -> None:
+    backend = FakeBackend()
+    pinned = PinnedStager(4 * MiB, 2, backend=backend)
+    sources = _device_arrays()
+    try:
+        with host_memory.using(min_bytes=4 * MiB):
+            batch = Batch(to_device=False, through=pinned)
+            outs = {name: batch.host_array(FakeDeviceArray(a)) for name, a in sources.items()}
+            batch.run()
+    finally:
+        pinned.close()
+    for name, source in sources.items():
+        out = outs[name]
+        np.testing.assert_array_equal(out, FakeDeviceArray(source).get())
+        assert out.dtype == source.dtype and out.shape == source.shape
+        assert out.flags.writeable and out.flags.c_contiguous == source.flags.c_contiguous
+        assert out.flags.f_contiguous == source.flags.f_contiguous  # the order is kept
+    fresh = host_memory.huge_pages_available()
+    assert all((mapping_of(outs[n]) is not None) is fresh for n in ("matrix", "fortran", "column"))
+    assert mapping_of(outs["small"]) is None
+    frame = pd.DataFrame({"v": outs["column"]}, copy=False)
+    assert np.shares_memory(frame["v"].to_numpy(), outs["column"])
+    pd.testing.assert_series_equal(frame["v"], pd.Series(sources["column"], name="v"))
+
+
+def test_a_failing_copy_device_to_host_stops_every_thread_and_frees_the_destinations() -> None:
+    backend = FakeBackend(fail_only=3)
+    pinned = PinnedStager(4 * MiB, 2, backend=backend)
+    sources = _device_arrays()
+    try:
+        with host_memory.using(pages="small", min_bytes=4 * MiB):
+            batch = Batch(to_device=False, through=pinned)
+            outs = [batch.host_array(FakeDeviceArray(a)) for a in sources.values()]
+            alive = [weakref.ref(m) for m in map(mapping_of, outs) if m is not None]
+            assert len(alive) == 3
+            with pytest.raises(RuntimeError, match="launch failure"):
+                batch.run()
+        assert backend.busy == 0 and backend.in_flight() == 0
+        assert backend.copies <= 3 + pinned.threads
+        del outs  # what the caller does with a failed conversion's results
+        gc.collect()
+        assert [m() for m in alive] == [None, None, None]  # unmapped
+        # the stager is usable, and the batch too
+        again = Batch(to_device=False, through=pinned)
+        out = again.host_array(FakeDeviceArray(sources["matrix"]))
+        again.run()
+        np.testing.assert_array_equal(out, sources["matrix"])
+    finally:
+        pinned.close()
+
+
+def test_a_failing_fault_in_stops_every_thread_and_leaves_the_stager_usable() -> None:
+    backend = FakeBackend()
+    ahead = Ahead(backend, fail_at=4)
+    pinned = PinnedStager(4 * MiB, 2, backend=backend, prefault=ahead)
+    try:
+        devices = _arrays(10, low=1)
+        hosts = [np.zeros_like(d) for d in devices]
+        with pytest.raises(OSError, match="fault-in failed"):
+            pinned.copy(_segments(hosts, devices), to_device=False, device=0)
+        assert backend.busy == 0 and backend.in_flight() == 0
+        assert backend.copies <= 4 + pinned.threads < PIECES
+        ahead.fail_at = None
+        pinned.copy(_segments(hosts, devices), to_device=False, device=0)
+        _assert_equal(hosts, devices)
+    finally:
+        pinned.close()
+
+
+def test_an_interrupted_copy_device_to_host_stops_before_it_returns() -> None:
+    backend = FakeBackend(delay=0.01)
+    pinned = PinnedStager(4 * MiB, 2, backend=backend, prefault=Ahead(backend))
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        devices = _arrays(11, low=1)
+        with host_memory.using(pages="huge", min_bytes=1):
+            hosts = [host_memory.empty(d.shape, d.dtype) for d in devices]
+        signal.setitimer(signal.ITIMER_REAL, 0.03)
+        with pytest.raises(KeyboardInterrupt):
+            pinned.copy(_segments(hosts, devices), to_device=False, device=0)
+        assert backend.busy == 0 and backend.in_flight() == 0
+        copies = backend.copies
+        assert 0 < copies < PIECES
+        written = [h.copy() for h in hosts]
+        time.sleep(0.1)
+        assert backend.copies == copies  # no thread goes on copying...
+        _assert_equal(hosts, written)  # ...nor writing into the destinations
+        pinned.copy(_segments(hosts, devices), to_device=False, device=0)
+        _assert_equal(hosts, devices)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

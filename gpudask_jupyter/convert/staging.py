@@ -14,6 +14,8 @@ waiting for its share at the end), and all the arrays of a frame travel as one j
 (:class:`Batch`), so the pipeline fills and drains once per frame, not once per column.
 Registering the user's own memory with the driver (``cudaHostRegister``) to skip the memcpy was
 measured and lost: registration is serialised in the driver and ran at about 16 GB/s end to end.
+Device→host, the destination is fresh memory (:mod:`.host_memory`): on huge pages, and each
+thread faults a piece's destination in right after queuing its DMA, while the DMAs run.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import logging
 import math
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .. import config, lifecycle
+from . import host_memory
 from .cuda_backend import Backend, CupyBackend
 
 log = logging.getLogger(__name__)
@@ -117,8 +120,15 @@ class PinnedStager:
     buffer is reused only after the event recorded behind its DMA has fired.
     """
 
-    def __init__(self, capacity: int, threads: int, backend: Backend | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        threads: int,
+        backend: Backend | None = None,
+        prefault: Callable[[int, int], None] = host_memory.prefault,
+    ) -> None:
         self.threads = max(1, threads)
+        self._prefault = prefault  # (address, size): fault a device→host destination in
         self.depth, self.chunk = layout(capacity, self.threads)
         self.capacity = self.chunk * self.depth * self.threads
         self._backend: Backend = backend if backend is not None else CupyBackend()
@@ -177,6 +187,8 @@ class PinnedStager:
                     backend.copy_async(buffers[slot], dev, size, False, stream)
                     held[slot] = (host, size)
                 ring[slot].record(stream)
+                if not to_device:  # while this DMA and the earlier ones run
+                    self._prefault(host, size)
                 issued += 1
             for k in range(max(0, issued - depth), issued):  # oldest first
                 drain(k % depth)
@@ -298,9 +310,12 @@ class Batch:
 
     TEMPORARY_LIMIT = 2**30
 
-    def __init__(self, to_device: bool, device: int | None = None) -> None:
+    def __init__(
+        self, to_device: bool, device: int | None = None, through: PinnedStager | None = None
+    ) -> None:
         self.to_device = to_device
         self.device = device
+        self._through = through  # the process's stager unless given (a test's fake)
         self._segments: list[Segment] = []
         self._keep: list[Any] = []
         self._temporary = 0
@@ -333,9 +348,6 @@ class Batch:
     def host_array(self, dev: Any, temporary: bool = False) -> Any:
         """An uninitialised NumPy array that will equal ``dev.get()``; ``temporary`` says that
         ``dev`` was made only for this copy (it counts towards ``TEMPORARY_LIMIT``)."""
-        import cupy
-        import numpy as np
-
         assert not self.to_device
         device = int(dev.device.id)
         if self.device is None:
@@ -343,10 +355,12 @@ class Batch:
         if device != self.device:  # one transfer runs on one device's streams
             return dev.get()
         if not (dev.flags.c_contiguous or dev.flags.f_contiguous):
+            import cupy
+
             temporary = True
             with cupy.cuda.Device(device):
                 dev = cupy.ascontiguousarray(dev)
-        out = np.empty(dev.shape, dtype=dev.dtype, order=_order(dev.flags))
+        out = host_memory.empty(dev.shape, dev.dtype, _order(dev.flags))
         if out.nbytes:
             self._segments.append(Segment(out.ctypes.data, int(dev.data.ptr), out.nbytes))
             self._hold(dev, temporary)
@@ -359,7 +373,8 @@ class Batch:
             yield
             return
         try:
-            with stager().transfer(self._segments, self.to_device, self.device):
+            through = self._through if self._through is not None else stager()
+            with through.transfer(self._segments, self.to_device, self.device):
                 yield
         finally:
             self._segments, self._keep, self._temporary = [], [], 0

@@ -2,11 +2,15 @@
 
 Every case runs twice: with the default transfer threshold (small data takes the library's own
 copy) and with a threshold of one byte, so that every numeric column, index and mask of even the
-small cases goes through the pinned pipeline.
+small cases goes through the pinned pipeline. Large device→host results are checked with every
+kind of destination: fresh mappings on huge or 4 KiB pages, faulted in ahead or not, and
+``numpy.empty`` as before.
 """
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import subprocess
 import sys
 import textwrap
@@ -17,7 +21,7 @@ import pandas as pd
 import pytest
 
 from gpudask_jupyter import config, to_cpu, to_gpu
-from gpudask_jupyter.convert import staging
+from gpudask_jupyter.convert import host_memory, staging
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600)]
 
@@ -27,14 +31,17 @@ cupy = pytest.importorskip("cupy")
 
 @pytest.fixture(params=["library", "pinned"])
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "pinned":
-        config.set_override("transfer-threshold", 1)
-        # a batch is sent early once its temporary copies pass this: make that happen mid-frame
-        monkeypatch.setattr(staging.Batch, "TEMPORARY_LIMIT", 2 * 8 * 1000)
-    try:
-        yield request.param
-    finally:
-        config.clear_overrides()
+    with contextlib.ExitStack() as stack:
+        if request.param == "pinned":
+            config.set_override("transfer-threshold", 1)
+            # a batch is sent early once its temporary copies pass this: make that happen mid-frame
+            monkeypatch.setattr(staging.Batch, "TEMPORARY_LIMIT", 2 * 8 * 1000)
+            # every device→host destination, however small, is a fresh mapping faulted in ahead
+            stack.enter_context(host_memory.using(min_bytes=1))
+        try:
+            yield request.param
+        finally:
+            config.clear_overrides()
 
 
 def frames() -> dict[str, object]:
@@ -269,3 +276,91 @@ def test_cudf_pandas_proxies_are_not_converted_twice(tmp_path) -> None:
     assert out.returncode == 0, out.stderr
     assert "cudf.pandas already decides where it lives" in out.stdout
     assert out.stdout.strip().endswith("ok")
+
+
+# -- device→host into fresh memory: huge pages, faulted in ahead of the copy ---------------------
+
+DESTINATIONS = [
+    {"pages": "huge", "prefault": True},  # the default
+    {"pages": "huge", "prefault": False},
+    {"pages": "small", "prefault": True},
+    {"pages": "numpy", "prefault": False},  # as before huge pages
+]
+
+
+def _mapping_of(array: object) -> mmap.mmap | None:
+    base = array
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    return base
+
+
+def _fresh(policy: dict[str, object]) -> bool:
+    """Whether destinations of 256 MiB are mappings of their own under ``policy``."""
+    if policy["pages"] == "numpy":
+        return False
+    return policy["pages"] == "small" or host_memory.huge_pages_available()
+
+
+@pytest.mark.parametrize("policy", DESTINATIONS, ids=lambda p: f"{p['pages']}-{p['prefault']}")
+def test_to_cpu_of_a_large_array_into_fresh_memory_equals_get(
+    shell, policy: dict[str, object]
+) -> None:
+    n = 256 * 2**20 // 8
+    dev = cupy.random.default_rng(3).standard_normal((n // 1024, 1024))
+    expected = dev.get()
+    fortran = cupy.asfortranarray(dev[:, :512])
+    with host_memory.using(**policy):
+        shell.user_ns["dev"], shell.user_ns["fdev"] = dev, fortran
+        shell.run_cell_magic("to_cpu", "-q", "out = dev\nfout = fdev")
+    out, fout = shell.user_ns["out"], shell.user_ns["fout"]
+    assert type(out) is np.ndarray and out.dtype == expected.dtype
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(fout, expected[:, :512])
+    assert out.flags.c_contiguous and fout.flags.f_contiguous
+    assert (_mapping_of(out) is not None) is _fresh(policy)
+    if _fresh(policy):
+        assert out.ctypes.data % host_memory.HUGE_PAGE == 0
+    del shell.user_ns["dev"], shell.user_ns["fdev"], dev, fortran
+    cupy.get_default_memory_pool().free_all_blocks()
+    reuse = cupy.full((n,), -1.0)  # the freed device memory, written over
+    cupy.cuda.runtime.deviceSynchronize()
+    np.testing.assert_array_equal(out, expected)  # the host array owes nothing to the device
+    out[::1000] = 7.0  # ordinary, writeable memory
+    assert (out[::1000] == 7.0).all() and out[1, 1] == expected[1, 1]
+    view = out[-5:]
+    del out, shell.user_ns["out"], reuse
+    np.testing.assert_array_equal(view, expected[-5:])  # a view keeps the mapping alive
+
+
+@pytest.mark.parametrize("policy", DESTINATIONS, ids=lambda p: f"{p['pages']}-{p['prefault']}")
+def test_to_cpu_of_a_large_frame_into_fresh_memory_equals_to_pandas(
+    policy: dict[str, object],
+) -> None:
+    n = 2**25  # 256 MiB per 8-byte column
+    rng = np.random.default_rng(4)
+    floats = rng.standard_normal(n)
+    floats[::7] = np.nan  # nulls on the device, NaN on the host
+    source = pd.DataFrame(
+        {
+            "f": floats,
+            "i": np.arange(n),
+            "t": pd.Series(rng.integers(0, 2**40, n)).astype("datetime64[ns]"),
+            "f32": rng.standard_normal(n).astype(np.float32),
+        }
+    )
+    frame = cudf.from_pandas(source)
+    del source, floats
+    expected = frame.to_pandas()
+    with host_memory.using(**policy):
+        ours = to_cpu(frame)
+    pd.testing.assert_frame_equal(ours, expected)
+    for column in ("f", "i", "t"):
+        assert (_mapping_of(ours[column].to_numpy()) is not None) is _fresh(policy), column
+    del frame
+    cupy.get_default_memory_pool().free_all_blocks()
+    pd.testing.assert_frame_equal(ours, expected)
+    ours.loc[3, "f"] = 1.5  # a frame over these arrays takes writes as any other
+    ours.iloc[4, 1] = -1
+    assert ours.loc[3, "f"] == 1.5 and ours.iloc[4, 1] == -1
+    assert ours.iloc[5, 1] == expected.iloc[5, 1]
