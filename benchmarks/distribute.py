@@ -179,19 +179,19 @@ def failed_attempt(client: Any, df: Any) -> None:
     """Fill one worker's GPU, try to distribute, and show what each GPU has free around it."""
     from gpudask_jupyter.convert import to_gpu
 
-    def hog(leave: int) -> int:
+    # client.run hands the worker to a function that takes ``dask_worker`` (get_worker() works
+    # only inside tasks)
+    def hog(leave: int, dask_worker: Any = None) -> int:
         import cupy
-        from distributed import get_worker
 
         free = int(cupy.cuda.runtime.memGetInfo()[0])
-        get_worker().gpudask_hog = cupy.empty(max(0, free - leave), dtype="u1")
+        dask_worker.gpudask_hog = cupy.empty(max(0, free - leave), dtype="u1")
         return free - leave
 
-    def unhog() -> None:
+    def unhog(dask_worker: Any = None) -> None:
         import cupy
-        from distributed import get_worker
 
-        get_worker().gpudask_hog = None
+        dask_worker.gpudask_hog = None
         cupy.get_default_memory_pool().free_all_blocks()
 
     before = _free_memory(client)

@@ -145,9 +145,14 @@ def unlink(path: str) -> None:
         pass
 
 
+def open_fd(path: str, writable: bool) -> int:
+    """A descriptor of a segment, closed on exec; the caller closes it."""
+    return os.open(path, (os.O_WRONLY if writable else os.O_RDONLY) | os.O_CLOEXEC)
+
+
 @contextlib.contextmanager
 def opened(path: str, writable: bool) -> Iterator[int]:
-    fd = os.open(path, (os.O_WRONLY if writable else os.O_RDONLY) | os.O_CLOEXEC)
+    fd = open_fd(path, writable)
     try:
         yield fd
     finally:

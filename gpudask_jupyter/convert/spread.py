@@ -22,6 +22,7 @@ import contextlib
 import itertools
 import logging
 import math
+import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -115,34 +116,58 @@ def _choose_routes(parts: list[Part], segments: shared_memory.Segments | None) -
         part.route = SHARED if part.rest is None else f"{SHARED} + scatter"
 
 
+#: the most one writing thread puts into a segment at a time
+WRITE_CHUNK = 64 * 2**20
+
+
 class _Builder:
     """Places the parts of one object: submits, remembers every future, cancels on failure."""
 
     def __init__(self, placer: Placer, gpu: bool, segments: shared_memory.Segments | None):
         self.placer, self.gpu, self.segments = placer, gpu, segments
 
-    def _fill(self, delivery: pieces.Delivery, part: Part) -> str:
-        assert self.segments is not None
-        path = self.segments.create()
-        with shared_memory.opened(path, writable=True) as fd:
-            for piece in delivery.pieces:
-                data = part.source(piece.slot)[piece.start : piece.start + piece.nbytes]
-                shared_memory.write_at(fd, data, piece.offset)
-        return path
-
     @contextlib.contextmanager
     def _fill_all(
         self, deliveries: Sequence[pieces.Delivery], parts: Sequence[Part]
     ) -> Iterator[Iterator[tuple[pieces.Delivery, str]]]:
-        """(delivery, segment path) as each segment is written, several at a time; on leaving,
-        every writing thread has stopped (a failure or Ctrl-C cancels what had not started)."""
-        threads = min(len(deliveries), staging.default_threads()) or 1
-        pool = ThreadPoolExecutor(threads, thread_name_prefix="gpudask-shm")
+        """(delivery, segment path) as each segment is complete, in the order written.
+
+        Every segment is cut into pieces of at most :data:`WRITE_CHUNK` that all the writing
+        threads share, so one large partition is written by all of them: the writes fault in
+        fresh shared-memory pages, which one thread does at a fraction of the memory's speed.
+        On leaving, every writing thread has stopped (a failure or Ctrl-C cancels the rest).
+        """
+        assert self.segments is not None
+        paths = [self.segments.create() for _ in deliveries]
+        fds = [shared_memory.open_fd(path, writable=True) for path in paths]
+        pool = ThreadPoolExecutor(staging.default_threads(), thread_name_prefix="gpudask-shm")
         try:
-            jobs = {pool.submit(self._fill, d, parts[d.partition]): d for d in deliveries}
-            yield ((jobs[job], job.result()) for job in as_completed(jobs))
+            left = [0] * len(deliveries)
+            jobs = {}
+            for i, delivery in enumerate(deliveries):
+                source = parts[delivery.partition].source
+                for piece in delivery.pieces:
+                    for lo in range(0, piece.nbytes, WRITE_CHUNK):
+                        data = source(piece.slot)[piece.start + lo : piece.start + piece.nbytes]
+                        data = data[:WRITE_CHUNK]
+                        job = pool.submit(shared_memory.write_at, fds[i], data, piece.offset + lo)
+                        jobs[job] = i
+                        left[i] += 1
+
+            def complete() -> Iterator[tuple[pieces.Delivery, str]]:
+                yield from ((d, paths[i]) for i, d in enumerate(deliveries) if not left[i])
+                for job in as_completed(jobs):
+                    job.result()
+                    i = jobs[job]
+                    left[i] -= 1
+                    if not left[i]:
+                        yield deliveries[i], paths[i]
+
+            yield complete()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            for fd in fds:
+                os.close(fd)
 
     def one_round(self, deliveries: Sequence[pieces.Delivery], parts: Sequence[Part]) -> None:
         """Every partition whole in its own segment, built as soon as its segment is written."""

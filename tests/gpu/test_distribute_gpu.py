@@ -144,18 +144,18 @@ def test_small_shared_memory_on_gpus(client) -> None:
 
 
 def test_out_of_gpu_memory_on_one_worker_releases_everything(client) -> None:
-    def hog(leave: int) -> None:
+    # client.run hands the worker to a function that takes ``dask_worker`` (get_worker() works
+    # only inside tasks)
+    def hog(leave: int, dask_worker: Any = None) -> None:
         import cupy
-        from distributed import get_worker
 
         free = int(cupy.cuda.runtime.memGetInfo()[0])
-        get_worker().gpudask_test_hog = cupy.empty(max(0, free - leave), dtype="u1")
+        dask_worker.gpudask_test_hog = cupy.empty(max(0, free - leave), dtype="u1")
 
-    def unhog() -> None:
+    def unhog(dask_worker: Any = None) -> None:
         import cupy
-        from distributed import get_worker
 
-        get_worker().gpudask_test_hog = None
+        dask_worker.gpudask_test_hog = None
         cupy.get_default_memory_pool().free_all_blocks()
 
     before = _free(client)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -40,17 +40,24 @@ def functions_by_value() -> Iterator[None]:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
-def _device_uuid() -> str:
-    """Runs on a worker: the UUID of the GPU its CUDA device 0 is, by PCI address, after a CuPy
-    computation on it."""
-    import cupy
-    import pynvml
+def _device_uuid() -> Callable[[], str]:
+    """What runs on a worker, as a local function: plain pickle refuses it, so distributed sends
+    it by value (a module-level one would go by reference, and the worker cannot import this
+    test module)."""
 
-    assert float(cupy.arange(1000, dtype=cupy.float64).sum().get()) == 499500.0
-    pynvml.nvmlInit()
-    handle = pynvml.nvmlDeviceGetHandleByPciBusId(cupy.cuda.Device(0).pci_bus_id.encode())
-    uuid = pynvml.nvmlDeviceGetUUID(handle)
-    return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+    def device_uuid() -> str:
+        """Runs on a worker: the UUID of the GPU its CUDA device 0 is, by PCI address, after a CuPy
+        computation on it."""
+        import cupy
+        import pynvml
+
+        assert float(cupy.arange(1000, dtype=cupy.float64).sum().get()) == 499500.0
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByPciBusId(cupy.cuda.Device(0).pci_bus_id.encode())
+        uuid = pynvml.nvmlDeviceGetUUID(handle)
+        return uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+
+    return device_uuid
 
 
 def _rmm_resource() -> str:
@@ -85,7 +92,7 @@ def test_one_worker_per_gpu_bound_to_the_gpu_it_is_named_after(
     for address, device in named.items():
         assert workers[address]["resources"] == {"GPU": 1}
         assert bound[address]["gpu"]["uuid"] == device.uuid
-        task = client.submit(_device_uuid, resources={"GPU": 1}, workers=[address], pure=False)
+        task = client.submit(_device_uuid(), resources={"GPU": 1}, workers=[address], pure=False)
         assert task.result(timeout=120) == device.uuid
     pids = [info["pid"] for info in bound.values()]
     assert sorted(pids) == sorted(p.pid for p in _children())
@@ -100,7 +107,7 @@ def test_one_gpu_by_uuid_with_an_rmm_pool(shell, scheduler: DaskProcesses) -> No
         "gpu_cluster", f"join {scheduler.address} --gpus {device.uuid} --rmm-pool-size 1GiB"
     )
     (address,) = client.scheduler_info(n_workers=-1)["workers"]
-    future = client.submit(_device_uuid, resources={"GPU": 1}, pure=False)
+    future = client.submit(_device_uuid(), resources={"GPU": 1}, pure=False)
     assert future.result(timeout=120) == device.uuid
     resource = client.run(_rmm_resource, workers=[address])[address]
     assert resource in {"PoolMemoryResource", "TrackingResourceAdaptor"}, resource
