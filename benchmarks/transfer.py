@@ -1,8 +1,9 @@
 """Host↔device transfer: %%to_gpu / %%to_cpu against cupy.asarray, cudf.from_pandas and back.
 
 For each case (``array``: a 2 GiB float64 array, ``frame``: a 2 GiB mixed numeric DataFrame,
-``strings``: the same frame with a string column) and each direction, every repetition measures,
-interleaved so that a host that slows down mid-run slows all three alike:
+``strings``: the same frame with a string column and a categorical column, ``objects``: the
+same with the strings as Python objects, which take cuDF's own path) and each direction, every
+repetition measures, interleaved so that a host that slows down mid-run slows all three alike:
 
   ceiling  one cudaMemcpyAsync of the same number of bytes from/to one page-locked buffer
   anchor   cupy.asarray / cudf.from_pandas  (host→device),  .get() / .to_pandas()  (device→host)
@@ -42,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 PIECE = 4 * 2**20  # what one copy thread moves at a time, as the pipeline does
-CASES = ("array", "frame", "strings")
+CASES = ("array", "frame", "strings", "objects")
 
 # -- figures -------------------------------------------------------------------------------------
 
@@ -308,7 +309,7 @@ def make_cases(gib: float, names: Sequence[str]) -> dict[str, Any]:
     cases: dict[str, Any] = {}
     if "array" in names:
         cases["array"] = rng.standard_normal(n_bytes // 8)
-    if "frame" not in names and "strings" not in names:
+    if not {"frame", "strings", "objects"} & set(names):
         return cases
     rows = n_bytes // (8 + 8 + 4 + 4 + 1 + 8)
     frame = pd.DataFrame(
@@ -321,21 +322,31 @@ def make_cases(gib: float, names: Sequence[str]) -> dict[str, Any]:
             "t": pd.to_datetime(rng.integers(0, 2**31, rows), unit="s").astype("datetime64[ns]"),
         }
     )
+    words = np.array(["alpha", "beta", "gamma", "délta", "epsilon", ""], dtype=object)
     if "strings" in names:
         with_strings = frame.copy()
-        words = np.array(["alpha", "beta", "gamma", "delta", "epsilon"], dtype=object)
-        with_strings["s"] = pd.Series(words[rng.integers(0, 5, rows)], dtype="str")
+        with_strings["s"] = pd.Series(words[rng.integers(0, 6, rows)], dtype="str")
+        with_strings["c"] = pd.Categorical.from_codes(rng.integers(-1, 5, rows), words[:5])
         cases["strings"] = with_strings
+    if "objects" in names:
+        with_objects = frame.copy()
+        with_objects["s"] = pd.Series(words[rng.integers(0, 6, rows)], dtype=object)
+        cases["objects"] = with_objects
     if "frame" in names:
         cases["frame"] = frame
     return {name: cases[name] for name in names if name in cases}
 
 
-LABELS = {"array": "float64 array", "frame": "numeric frame", "strings": "frame + strings"}
+LABELS = {
+    "array": "float64 array",
+    "frame": "numeric frame",
+    "strings": "frame + strings + categorical",
+    "objects": "frame + object strings (cuDF's path)",
+}
 # device→host destinations compared with ours: (label, host_memory.using(...) arguments)
 D2H_VARIANTS = (
     ("numpy.empty, faulted by the copy (as before)", {"pages": "numpy", "prefault": False}),
-    ("huge pages, faulted by the copy", {"pages": "huge", "prefault": False}),
+    ("huge pages, faulted ahead", {"pages": "huge", "prefault": True}),
     ("4 KiB pages, faulted ahead", {"pages": "small", "prefault": True}),
 )
 
@@ -417,7 +428,7 @@ def measure(
             "anchor": lambda f=anchor: _synchronized(f),
             "ours": lambda f=ours: _synchronized(f),
         }
-        variants = D2H_VARIANTS if not to_device and name != "strings" else ()
+        variants = D2H_VARIANTS if not to_device and name in ("array", "frame") else ()
         for variant, changes in variants:
             timers[variant] = _variant(ours, changes)
         rate = {key: gbps(nbytes, s) for key, s in interleaved(timers, repeat).items()}
@@ -504,10 +515,10 @@ def run_device(args: argparse.Namespace, nbytes: int) -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in list(cases):
         measure(shell, name, cases.pop(name), args.repeat, ceiling, args.busy)
-    if "strings" in args.cases:
+    if "objects" in args.cases:
         print(
-            "(frame + strings: the string column takes cuDF's own path in both directions; the "
-            "numeric columns take ours)"
+            "(frame + object strings: a column of Python objects takes cuDF's own path both ways, "
+            "and comes back as objects, as .to_pandas() gives it; the numeric columns take ours)"
         )
     shell.run_line_magic("unload_ext", "gpudask_jupyter")
 

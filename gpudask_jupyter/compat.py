@@ -281,3 +281,118 @@ def frame_from_columns(
     return cudf.DataFrame._from_data(
         columns, index, attrs=attrs, allows_duplicate_labels=allows_duplicates
     )
+
+
+# -- cuDF columns as the buffers they are made of (pylibcudf; checked on cuDF 26.10) -------------
+#
+# cuDF 26 keeps each column as a ``pylibcudf.Column`` (``ColumnBase.plc_column``) and builds its
+# columns with ``ColumnBase.create(plc_column, dtype)``; ``ColumnBase.to_pylibcudf()`` gives the
+# same column with plain device spans. A string column is a STRING column of ``size`` rows whose
+# data are the characters and whose one child is the INT32 or INT64 offsets (``size + 1``).
+
+
+def builds_from_plc() -> bool:
+    """Whether this cuDF builds columns from ``pylibcudf.Column`` objects (cuDF 26): older
+    releases take cuDF's own path for strings and categoricals."""
+    from cudf.core.column import ColumnBase
+
+    return hasattr(ColumnBase, "create") and hasattr(ColumnBase, "to_pylibcudf")
+
+
+def plc_of(column: Any) -> Any:
+    """``ColumnBase.to_pylibcudf()``: the column as a ``pylibcudf.Column`` (a view, no copy)."""
+    return column.to_pylibcudf()
+
+
+def column_from_plc(plc_column: Any, dtype: Any) -> Any:
+    """``ColumnBase.create``: the cuDF column of ``dtype`` over a ``pylibcudf.Column``."""
+    from cudf.core.column import ColumnBase
+
+    return ColumnBase.create(plc_column, dtype)
+
+
+def string_plc_column(size: int, chars: Any, offsets: Any, mask: Any, null_count: int) -> Any:
+    """A ``pylibcudf.Column`` of strings over CuPy arrays (no copy): ``chars`` (uint8 or None
+    when every string is empty), ``offsets`` (int32 or int64, ``size + 1`` of them, starting at
+    0), ``mask`` (cuDF's padded bitmask, uint8, or None)."""
+    import pylibcudf as plc
+
+    width = plc.TypeId.INT64 if offsets.dtype.itemsize == 8 else plc.TypeId.INT32
+    offsets_column = plc.Column(
+        plc.DataType(width), size + 1, plc.gpumemoryview(offsets), None, 0, 0, []
+    )
+    return plc.Column(
+        plc.DataType(plc.TypeId.STRING),
+        size,
+        plc.gpumemoryview(chars) if chars is not None else None,
+        plc.gpumemoryview(mask) if mask is not None else None,
+        null_count,
+        0,
+        [offsets_column],
+    )
+
+
+def concatenate_plc(columns: list[Any]) -> Any:
+    """``pylibcudf.concatenate.concatenate`` of several columns (the one itself if only one)."""
+    if len(columns) == 1:
+        return columns[0]
+    import pylibcudf as plc
+
+    return plc.concatenate.concatenate(columns)
+
+
+def _device_view(span: Any, dtype: Any, count: int) -> Any:
+    """A CuPy array of ``count`` ``dtype`` items over a pylibcudf span (``ptr``, ``size``),
+    holding the span so that the memory lives as long as the array."""
+    import cupy
+
+    if span is None or not span.ptr or not count:  # nothing there (every string empty)
+        return cupy.empty(0, dtype)
+    memory = cupy.cuda.UnownedMemory(int(span.ptr), int(span.size), span)
+    return cupy.ndarray((count,), dtype, cupy.cuda.MemoryPointer(memory, 0))
+
+
+def string_parts(column: Any) -> tuple[int, int, Any, Any, Any] | None:
+    """(rows, null count, offsets, characters, mask) of a cuDF string column as CuPy arrays over
+    its own device memory (mask None when it has none); None for a slice (a non-zero offset)."""
+    import numpy as np
+    import pylibcudf as plc
+
+    view = plc_of(column)
+    if view.offset() != 0 or view.num_children() != 1:
+        return None
+    size = view.size()
+    offsets_column = view.child(0)
+    if offsets_column.offset() != 0 or offsets_column.data() is None:
+        return None
+    wide = offsets_column.type().id() == plc.TypeId.INT64
+    offsets = _device_view(offsets_column.data(), np.int64 if wide else np.int32, size + 1)
+    data = view.data()
+    chars = _device_view(data, np.uint8, int(data.size) if data is not None else 0)
+    mask = view.null_mask()
+    null_count = view.null_count()
+    bits = _device_view(mask, np.uint8, int(mask.size)) if null_count else None
+    return size, null_count, offsets, chars, bits
+
+
+def categorical_codes_dtype(dtype: Any) -> Any:
+    """The unsigned width cuDF keeps a categorical's codes in (``_codes_dtype``)."""
+    return dtype._codes_dtype
+
+
+def categorical_parts(column: Any) -> tuple[Any, str] | None:
+    """(the codes as a cuDF column, null where missing; the categories' dtype kind) of a cuDF
+    categorical column (``CategoricalColumn.codes``), None for any other column."""
+    import cudf
+
+    if not isinstance(column.dtype, cudf.CategoricalDtype):
+        return None
+    return column.codes, str(column.dtype.categories.dtype.kind)
+
+
+def column_slice(column: Any, start: int, stop: int) -> Any:
+    return column.slice(start, stop)  # ColumnBase.slice
+
+
+def column_fillna(column: Any, value: Any) -> Any:
+    return column.fillna(value)  # ColumnBase.fillna: a copy with nulls replaced by value

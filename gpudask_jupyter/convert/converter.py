@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 log = logging.getLogger(__name__)
@@ -23,6 +23,7 @@ class Context:
 
     device: int | None = None
     path: str = "library"  # set by a converter to say how the bytes moved ("pinned", "lazy")
+    notes: list[str] = field(default_factory=list)  # what the report says of this object
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,11 @@
 
 The frame is rebuilt the way cuDF's own constructors build it (a column per pandas column, the
 index, then the labels, attrs and flags), so labels, MultiIndex columns and metadata come out as
-cuDF makes them. What changes is how the bytes of each large numeric, boolean, datetime or
-timedelta column (and its validity mask) reach the device: through the pinned pipeline instead of
-a pageable copy. Every other column (strings, categoricals, time zones, ...) takes cuDF's own path,
-which goes through Arrow. Each column's failure is reported with its label.
+cuDF makes them. What changes is how the bytes of each large numeric, boolean, datetime,
+timedelta, string or categorical column (and its validity mask) reach the device: through the
+pinned pipeline instead of a pageable copy (strings and categoricals as their buffers, see
+:mod:`.arrow_columns`). Every other column (object dtype, time zones, nested types, ...) takes
+cuDF's own path, which goes through Arrow. Each column's failure is reported with its label.
 
 cuDF's columns and the constructors that take them are internal to cuDF: every such call goes
 through :mod:`gpudask_jupyter.compat`, which says what it relies on and the versions checked.
@@ -19,7 +20,7 @@ from functools import partial
 from typing import Any
 
 from .. import compat
-from . import staging
+from . import arrow_columns, staging
 from .converter import Context
 from .failures import ColumnFailure
 
@@ -65,9 +66,10 @@ class _Crossing:
         plan: Callable[[Any, staging.Batch], Finish | None],
         own_path: Callable[[Any], Any],
         context: Context,
+        note: Callable[[Any, Any], str | None] = lambda label, source: None,
     ) -> None:
         self.batch, self.context = batch, context
-        self._plan, self._own_path = plan, own_path
+        self._plan, self._own_path, self._note = plan, own_path, note
         # (label, source, Finish | None, what to call instead when it does not take the batch)
         self._pending: list[tuple[Any, Any, Finish | None, Finish]] = []
 
@@ -76,6 +78,8 @@ class _Crossing:
             finish = self._plan(source, self.batch)
         except Exception as err:
             raise ColumnFailure(label, err, source.dtype) from err
+        if finish is None and (note := self._note(label, source)) is not None:
+            self.context.notes.append(note)
         if own_path is None:
             own_path = partial(self._own_path, source)
         self._pending.append((label, source, finish, own_path))
@@ -126,6 +130,9 @@ def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish
 
             return times
         return None
+    finish = arrow_columns.to_device(series, null, batch)
+    if finish is not None:
+        return finish
     parts = compat.masked_parts(series.array)
     if parts is None:
         return None
@@ -146,6 +153,18 @@ def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish
         return column if column.dtype == target else compat.column_astype(column, target)
 
     return masked
+
+
+def _object_column_note(label: Any, series: Any) -> str | None:
+    """What the report says of a large object column: it took cuDF's own (slower) path."""
+    import numpy as np
+
+    if series.dtype != np.dtype(object) or not staging.use_pinned(8 * len(series)):
+        return None
+    return (
+        f"column {label!r} holds Python objects (dtype object) and took cuDF's own path; "
+        "as .astype('str') its strings cross as Arrow buffers through the pinned path"
+    )
 
 
 def _index_to_device(
@@ -187,6 +206,7 @@ def pandas_to_cudf(obj: Any, context: Context) -> Any:
         lambda series, batch: _plan_column(series, null, batch),
         lambda series: compat.as_column(series, null),
         context,
+        _object_column_note,
     )
     with cupy.cuda.Device(device):
         if isinstance(obj, pd.DataFrame):
@@ -225,7 +245,9 @@ def _plan_to_host(column: Any, batch: staging.Batch) -> Finish | None:
     import numpy as np
 
     dtype = column.dtype
-    if not isinstance(dtype, np.dtype) or dtype.kind not in "biufmM":
+    if not isinstance(dtype, np.dtype):
+        return arrow_columns.to_host(column, batch)
+    if dtype.kind not in "biufmM":
         return None
     if not staging.use_pinned(dtype.itemsize * len(column)):
         return None
@@ -240,6 +262,14 @@ def _plan_to_host(column: Any, batch: staging.Batch) -> Finish | None:
     array = batch.host_array(values, temporary=compat.column_has_nulls(column))
     typed = array if array.dtype == dtype else array.view(dtype)
     return lambda: typed
+
+
+def _own_path_to_host(column: Any) -> Any:
+    """The column through cuDF's own ``to_pandas``, as what a frame is built from without a
+    copy: its array, or for Python objects the Index itself (pandas 3 would infer strings from
+    an object array, slowly, and give another dtype than ``to_pandas``)."""
+    values = compat.column_to_pandas(column)
+    return values if values.dtype == object else values.array
 
 
 def _index_to_host(index: Any, columns: _Crossing) -> Callable[[list[Any]], Any]:
@@ -265,12 +295,7 @@ def cudf_to_pandas(obj: Any, context: Context) -> Any:
     import cudf
     import pandas as pd
 
-    columns = _Crossing(
-        staging.Batch(to_device=False),
-        _plan_to_host,
-        lambda column: compat.column_to_pandas(column).array,
-        context,
-    )
+    columns = _Crossing(staging.Batch(to_device=False), _plan_to_host, _own_path_to_host, context)
     if isinstance(obj, cudf.DataFrame):
         positions = [columns.add(label, column) for label, column in compat.frame_columns(obj)]
         index = _index_to_host(obj.index, columns)

@@ -47,7 +47,11 @@ class _Failed(Exception):
         self.name, self.obj, self.error = name, obj, error
 
 
-def convert_one(name: str, obj: Any, converter: Converter, device: int | None) -> tuple[Any, Moved]:
+def convert_one(
+    name: str, obj: Any, converter: Converter, device: int | None, notes: list[str] | None = None
+) -> tuple[Any, Moved]:
+    """``obj`` converted and what the report says of it; what the converter noted of it goes to
+    ``notes``, prefixed with ``name``."""
     context = Context(device=device)
     started = time.perf_counter()
     new = converter.convert(obj, context)
@@ -62,6 +66,8 @@ def convert_one(name: str, obj: Any, converter: Converter, device: int | None) -
         seconds=None if converter.lazy else elapsed,
         path="lazy" if converter.lazy else context.path,
     )
+    if notes is not None:
+        notes.extend(f"{name}: {note}" for note in context.notes)
     return new, moved
 
 
@@ -75,7 +81,7 @@ def _run(
             staged[name] = by_identity[id(obj)]
             continue
         try:
-            new, moved = convert_one(name, obj, converter, device)
+            new, moved = convert_one(name, obj, converter, device, report.notes)
         except GpuDaskError:
             raise
         except Exception as err:

@@ -44,6 +44,10 @@ def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
             config.clear_overrides()
 
 
+#: strings as they come: empty, missing, non-ASCII, long
+TEXT = np.array(["", None, "héllo wörld", "日本語テキスト", "🚀 émoji", "x" * 500, "plain"], object)
+
+
 def frames() -> dict[str, object]:
     rng = np.random.default_rng(0)
     n = 1000
@@ -76,6 +80,14 @@ def frames() -> dict[str, object]:
             "tz": pd.date_range("2026-03-01", periods=n, freq="h", tz="UTC"),
             "cat": pd.Categorical(rng.choice(["x", "y", "z"], n)),
             "s": pd.Series(rng.choice(["alpha", "beta", None], n), dtype="str"),
+            "text": pd.Series(rng.choice(TEXT, n), dtype="str"),
+            "cat_unused": pd.Categorical(
+                rng.choice(["x", "y", None], n), categories=["x", "y", "never"]
+            ),
+            "cat_int_ordered": pd.Categorical(
+                rng.choice([10, 20, 30], n), categories=[30, 20, 10, 40], ordered=True
+            ),
+            "cat_many": pd.Categorical([f"c{i % 300}" for i in range(n)]),  # int16 codes
         },
         index=pd.Index(rng.permutation(n) * 3, name="key"),
     )
@@ -99,6 +111,19 @@ def frames() -> dict[str, object]:
         "string_index": pd.DataFrame(
             {"v": np.arange(n)}, index=pd.Index([f"k{i}" for i in range(n)], dtype="str")
         ),
+        # a slice: offsets past 0, validity bits from a byte (ours) or mid-byte (cuDF's path)
+        "strings_sliced_at_8": pd.DataFrame({"t": pd.Series(rng.choice(TEXT, n), dtype="str")})[8:],
+        "strings_sliced_at_3": pd.DataFrame({"t": pd.Series(rng.choice(TEXT, n), dtype="str")})[3:],
+        # pd.concat keeps each part's Arrow chunk: several chunks, one column
+        "strings_concatenated": pd.concat(
+            [pd.DataFrame({"t": pd.Series(rng.choice(TEXT, k), dtype="str")}) for k in (9, 99, 7)],
+            ignore_index=True,
+        ),
+        "strings_all_null": pd.DataFrame({"t": pd.Series([None] * n, dtype="str")}),
+        "strings_all_empty": pd.DataFrame({"t": pd.Series([""] * n, dtype="str")}),
+        # Python objects: cuDF's own path, and back as objects (not inferred as strings)
+        "object_strings": pd.DataFrame({"o": pd.Series(rng.choice(TEXT, n), dtype=object)}),
+        "categorical_series": pd.Series(pd.Categorical(rng.choice(["a", None, "b"], n)), name="c"),
         "series": pd.Series(floats, name="s", index=pd.RangeIndex(5, 5 + n)),
         "series_Int64": pd.Series(ints, name=("tuple", "name")),
         "index": pd.Index(np.arange(n) * 2.5, name="ix"),
@@ -125,6 +150,8 @@ def test_pandas_equals_from_pandas_and_round_trips(case: str, path: str) -> None
         for c in cats:
             pd.testing.assert_series_equal(ours[c].to_pandas(), theirs[c].to_pandas())
         assert ours.attrs == theirs.attrs
+    elif isinstance(theirs, cudf.Series) and isinstance(theirs.dtype, cudf.CategoricalDtype):
+        pd.testing.assert_series_equal(ours.to_pandas(), theirs.to_pandas())
     elif isinstance(theirs, cudf.Series):
         cudf.testing.assert_series_equal(ours, theirs, check_exact=True)
     else:
@@ -228,6 +255,46 @@ def test_object_larger_than_free_memory_fails_cleanly(shell) -> None:
         cupy.get_default_memory_pool().free_all_blocks()
 
 
+def test_strings_beyond_2_gib_cross_with_64_bit_offsets_both_ways(path: str) -> None:
+    """2.3 GB of characters: more than 32-bit offsets can address."""
+    piece = "ab€" * (2**20 // 5)  # ~1 MiB of UTF-8
+    rows = 2300
+    source = pd.Series([piece if i % 97 else None for i in range(rows)], dtype="str", name="big")
+    ours = to_gpu(source)
+    theirs = cudf.from_pandas(source)
+    cudf.testing.assert_series_equal(ours, theirs)
+    del theirs
+    cupy.get_default_memory_pool().free_all_blocks()
+    back = to_cpu(ours)
+    pd.testing.assert_series_equal(back, source)
+    assert back.dtype == source.dtype
+
+
+def test_string_and_categorical_columns_take_the_pinned_path_and_object_ones_are_named(
+    shell, capsys
+) -> None:
+    rng = np.random.default_rng(5)
+    n = 2**22
+    shell.user_ns["frame"] = pd.DataFrame(
+        {
+            "s": pd.Series(rng.choice(TEXT, n), dtype="str"),
+            "c": pd.Categorical(rng.choice(["x", "y"], n)),
+        }
+    )
+    shell.user_ns["objects"] = pd.DataFrame({"o": pd.Series(rng.choice(TEXT, n), dtype=object)})
+    shell.run_cell_magic("to_gpu", "", "a = frame\nb = objects")
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "pinned" in lines["a"], out
+    assert "pinned" not in lines["b"], out
+    assert "b: column 'o' holds Python objects" in out and ".astype('str')" in out
+    pd.testing.assert_frame_equal(shell.user_ns["a"].to_pandas(), shell.user_ns["frame"])
+    shell.run_cell_magic("to_cpu", "", "back = a")
+    out = capsys.readouterr().out
+    assert "pinned" in out, out
+    pd.testing.assert_frame_equal(shell.user_ns["back"], shell.user_ns["frame"])
+
+
 def test_mixed_object_column_fails_with_column_name(shell, path: str) -> None:
     """With ``pinned``, column 'a' is in flight on the pinned path when 'c' fails."""
     from IPython.core.error import UsageError
@@ -281,8 +348,8 @@ def test_cudf_pandas_proxies_are_not_converted_twice(tmp_path) -> None:
 # -- device→host into fresh memory: huge pages, faulted in ahead of the copy ---------------------
 
 DESTINATIONS = [
-    {"pages": "huge", "prefault": True},  # the default
-    {"pages": "huge", "prefault": False},
+    {"pages": "huge", "prefault": False},  # the default
+    {"pages": "huge", "prefault": True},
     {"pages": "small", "prefault": True},
     {"pages": "numpy", "prefault": False},  # as before huge pages
 ]
