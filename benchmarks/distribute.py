@@ -216,6 +216,37 @@ def failed_attempt(client: Any, df: Any) -> None:
         )
 
 
+def phases(client: Any, obj: Any, name: str) -> None:
+    """Where the time of one ``to_gpu(obj, distribute=True)`` goes: the tasks each worker ran
+    (from the scheduler's task stream) against the wall time of the call."""
+    from distributed import get_task_stream
+    from distributed.utils import key_split
+
+    from gpudask_jupyter.convert import to_gpu
+
+    with get_task_stream(client) as stream:
+        started = time.time()
+        result = to_gpu(obj, distribute=True)
+        total = time.time() - started
+    del result
+    rows: dict[tuple[str, str], list[float]] = {}
+    for task in stream.data:
+        prefix = key_split(task["key"])
+        for step in task["startstops"]:
+            if step["action"] != "compute":
+                continue
+            row = rows.setdefault((task["worker"], prefix), [0.0, 0, float("inf"), 0.0])
+            row[0] += step["stop"] - step["start"]
+            row[1] += 1
+            row[2] = min(row[2], step["start"] - started)
+            row[3] = max(row[3], step["stop"] - started)
+    print(f"\nphases of to_gpu({name}, distribute=True): {total:.3f} s in all")
+    print("| worker | task | tasks | compute s | first start s | last stop s |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for (address, prefix), (busy, count, first, last) in sorted(rows.items()):
+        print(f"| {address} | {prefix} | {count} | {busy:.3f} | {first:.3f} | {last:.3f} |")
+
+
 def make_data(gib: float) -> tuple[Any, Any]:
     import numpy as np
     import pandas as pd
@@ -251,7 +282,17 @@ def main() -> None:
     parser.add_argument("--gib", type=float, default=8.0)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cpu", action="store_true", help="a CPU cluster: pandas partitions")
+    parser.add_argument(
+        "--anchor-runs",
+        type=int,
+        default=None,
+        help="runs of each anchor (default: --runs; at 8 GiB the slowest takes over a minute)",
+    )
+    parser.add_argument(
+        "--phases", action="store_true", help="only where the time of ours goes, task by task"
+    )
     args = parser.parse_args()
+    anchor_runs = args.anchor_runs or args.runs
     import warnings
 
     warnings.simplefilter("ignore")  # the CPU run's "no GPU" notice
@@ -274,13 +315,25 @@ def main() -> None:
     for run in cases(client, small_df, small_arr, n, gpu).values():  # imports, pinned buffers
         run()
         release()
+    if args.phases:
+        for name, obj in (("df", df), ("arr", arr)):
+            for _ in range(2):  # the second is the one that counts
+                phases(client, obj, name)
+                release()
+        client.close()
+        cluster.close()
+        return
+
+    def runs(name: str) -> int:
+        return args.runs if name.startswith("ours") else anchor_runs
+
     results = {
-        name: _timed(run, args.runs, release)
+        name: _timed(run, runs(name), release)
         for name, run in cases(client, df, arr, n, gpu).items()
     }
     results.update(
         {
-            name: _timed(run, args.runs, gc.collect)
+            name: _timed(run, runs(name), gc.collect)
             for name, run in gather_cases(client, df, arr, gpu).items()
         }
     )
@@ -288,7 +341,7 @@ def main() -> None:
     kind = "GPU" if gpu else "CPU"
     print(
         f"\n{args.gib:g} GiB (eight float64 columns; the array the same size), {workers} {kind} "
-        f"workers, {n} partitions, {args.runs} runs per case\n"
+        f"workers, {n} partitions, {args.runs} runs of ours, {anchor_runs} of each anchor\n"
     )
     print(table(results, df.memory_usage(index=True).sum()))
     from gpudask_jupyter.convert.distribute import distribute_names
