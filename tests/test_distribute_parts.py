@@ -248,3 +248,24 @@ def test_probe_reads_the_token_only_with_the_right_file(tmp_path) -> None:
     assert worker.probe(str(token), "other")["local"] is False
     assert worker.probe(str(tmp_path / "missing"), "secret")["local"] is False
     assert worker.probe("", "secret")["local"] is False
+
+
+def test_segments_are_written_many_files_at_once_every_chunk_once() -> None:
+    """Writes into one tmpfs file are serialised by its lock: the threads must each be on a
+    different file, and the first files complete first."""
+    from gpudask_jupyter.convert import spread
+    from gpudask_jupyter.convert.pieces import Delivery, Piece
+
+    chunk = spread.WRITE_CHUNK
+    deliveries = [
+        Delivery(p, (Piece(0, 0, 3 * chunk, 0), Piece(1, 0, chunk // 2, 3 * chunk)))
+        for p in range(5)
+    ]
+    order = list(spread.write_order(deliveries, width=2))
+    expected = {(i, s, lo) for i in range(5) for s, n in ((0, 3 * chunk), (1, chunk // 2))
+                for lo in range(0, n, chunk)}  # fmt: skip
+    assert {(i, piece.slot, lo) for i, piece, lo in order} == expected
+    assert len(order) == len(expected)
+    assert [i for i, _, _ in order[:2]] == [0, 1]  # two threads, two files
+    assert [i for i, _, _ in order[:8]] == [0, 1] * 4  # the first window, in turn
+    assert {i for i, _, _ in order[-4:]} == {4}  # the last window holds one segment

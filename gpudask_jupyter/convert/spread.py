@@ -120,6 +120,22 @@ def _choose_routes(parts: list[Part], segments: shared_memory.Segments | None) -
 WRITE_CHUNK = 64 * 2**20
 
 
+def write_order(
+    deliveries: Sequence[pieces.Delivery], width: int
+) -> Iterator[tuple[int, pieces.Piece, int]]:
+    """(segment, piece, offset in the piece) of every :data:`WRITE_CHUNK` to write, taking the
+    segments ``width`` at a time and, within those, one chunk of each in turn: ``width``
+    threads write into ``width`` files at once, and the first segments are complete early."""
+    chunks = [
+        [(i, piece, lo) for piece in delivery.pieces for lo in range(0, piece.nbytes, WRITE_CHUNK)]
+        for i, delivery in enumerate(deliveries)
+    ]
+    for first in range(0, len(chunks), max(1, width)):
+        window = chunks[first : first + max(1, width)]
+        for row in itertools.zip_longest(*window):
+            yield from (chunk for chunk in row if chunk is not None)
+
+
 class _Builder:
     """Places the parts of one object: submits, remembers every future, cancels on failure."""
 
@@ -130,43 +146,51 @@ class _Builder:
     def _fill_all(
         self, deliveries: Sequence[pieces.Delivery], parts: Sequence[Part]
     ) -> Iterator[Iterator[tuple[pieces.Delivery, str]]]:
-        """(delivery, segment path) as each segment is complete, in the order written.
+        """(delivery, segment path) as each segment is complete.
 
         Every segment is cut into pieces of at most :data:`WRITE_CHUNK` that all the writing
-        threads share, so one large partition is written by all of them: the writes fault in
-        fresh shared-memory pages, which one thread does at a fraction of the memory's speed.
-        On leaving, every writing thread has stopped (a failure or Ctrl-C cancels the rest).
+        threads share, taken in :func:`write_order`: writes into one tmpfs file are serialised
+        by the file's lock, so the threads write into as many files at once as there are
+        threads. A segment's descriptor is closed as soon as it is written, so that the worker
+        that reads it holds the last reference and gives its pages back itself (freeing pages
+        is slow, and the workers do it in parallel). On leaving, every writing thread has
+        stopped (a failure or Ctrl-C cancels the rest).
         """
         assert self.segments is not None
         paths = [self.segments.create() for _ in deliveries]
-        fds = [shared_memory.open_fd(path, writable=True) for path in paths]
-        pool = ThreadPoolExecutor(staging.default_threads(), thread_name_prefix="gpudask-shm")
+        fds: dict[int, int] = {}
+        threads = staging.default_threads()
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="gpudask-shm")
         try:
+            for i in range(len(deliveries)):
+                fds[i] = shared_memory.open_fd(paths[i], writable=True)
             left = [0] * len(deliveries)
             jobs = {}
-            for i, delivery in enumerate(deliveries):
-                source = parts[delivery.partition].source
-                for piece in delivery.pieces:
-                    for lo in range(0, piece.nbytes, WRITE_CHUNK):
-                        data = source(piece.slot)[piece.start + lo : piece.start + piece.nbytes]
-                        data = data[:WRITE_CHUNK]
-                        job = pool.submit(shared_memory.write_at, fds[i], data, piece.offset + lo)
-                        jobs[job] = i
-                        left[i] += 1
+            for i, piece, lo in write_order(deliveries, threads):
+                source = parts[deliveries[i].partition].source
+                data = source(piece.slot)[piece.start + lo : piece.start + piece.nbytes]
+                data = data[:WRITE_CHUNK]
+                job = pool.submit(shared_memory.write_at, fds[i], data, piece.offset + lo)
+                jobs[job] = i
+                left[i] += 1
+
+            def written(i: int) -> tuple[pieces.Delivery, str]:
+                os.close(fds.pop(i))
+                return deliveries[i], paths[i]
 
             def complete() -> Iterator[tuple[pieces.Delivery, str]]:
-                yield from ((d, paths[i]) for i, d in enumerate(deliveries) if not left[i])
+                yield from (written(i) for i in range(len(deliveries)) if not left[i])
                 for job in as_completed(jobs):
                     job.result()
                     i = jobs[job]
                     left[i] -= 1
                     if not left[i]:
-                        yield deliveries[i], paths[i]
+                        yield written(i)
 
             yield complete()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-            for fd in fds:
+            for fd in fds.values():
                 os.close(fd)
 
     def one_round(self, deliveries: Sequence[pieces.Delivery], parts: Sequence[Part]) -> None:
