@@ -182,11 +182,20 @@ def failed_attempt(client: Any, df: Any) -> None:
     # client.run hands the worker to a function that takes ``dask_worker`` (get_worker() works
     # only inside tasks)
     def hog(leave: int, dask_worker: Any = None) -> int:
+        """Take all but ``leave`` bytes of the GPU, in as many allocations as it takes (one
+        allocation of everything that is free may leave gigabytes behind)."""
         import cupy
 
-        free = int(cupy.cuda.runtime.memGetInfo()[0])
-        dask_worker.gpudask_hog = cupy.empty(max(0, free - leave), dtype="u1")
-        return free - leave
+        dask_worker.gpudask_hog = taken = []
+        for _ in range(16):
+            free = int(cupy.cuda.runtime.memGetInfo()[0])
+            if free <= leave + 64 * 2**20:
+                break
+            try:
+                taken.append(cupy.empty(free - leave, dtype="u1"))
+            except cupy.cuda.memory.OutOfMemoryError:
+                leave += (free - leave) // 2
+        return sum(int(block.nbytes) for block in taken)
 
     def unhog(dask_worker: Any = None) -> None:
         import cupy
