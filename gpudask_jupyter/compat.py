@@ -292,11 +292,13 @@ def frame_from_columns(
 
 
 def builds_from_plc() -> bool:
-    """Whether this cuDF builds columns from ``pylibcudf.Column`` objects (cuDF 26): older
-    releases take cuDF's own path for strings and categoricals."""
-    from cudf.core.column import ColumnBase
+    """Whether this cuDF is one whose column internals were checked (26.10) and spills nothing:
+    elsewhere strings and categoricals take cuDF's own path. (A spilled buffer's span has no
+    device memory behind it, which :func:`string_parts` reads directly.)"""
+    import cudf
 
-    return hasattr(ColumnBase, "create") and hasattr(ColumnBase, "to_pylibcudf")
+    release = tuple(int(p) for p in cudf.__version__.split(".")[:2] if p.isdigit())
+    return release == (26, 10) and not cudf.get_option("spill")
 
 
 def plc_of(column: Any) -> Any:
@@ -367,27 +369,27 @@ def string_parts(column: Any) -> tuple[int, int, Any, Any, Any] | None:
         return None
     wide = offsets_column.type().id() == plc.TypeId.INT64
     offsets = _device_view(offsets_column.data(), np.int64 if wide else np.int32, size + 1)
-    data = view.data()
+    data, mask, null_count = view.data(), view.null_mask(), view.null_count()
+    if null_count and mask is None:
+        return None
     chars = _device_view(data, np.uint8, int(data.size) if data is not None else 0)
-    mask = view.null_mask()
-    null_count = view.null_count()
     bits = _device_view(mask, np.uint8, int(mask.size)) if null_count else None
     return size, null_count, offsets, chars, bits
 
 
 def categorical_codes_dtype(dtype: Any) -> Any:
-    """The unsigned width cuDF keeps a categorical's codes in (``_codes_dtype``)."""
-    return dtype._codes_dtype
+    return dtype._codes_dtype  # the unsigned width cuDF keeps a categorical's codes in
 
 
-def categorical_parts(column: Any) -> tuple[Any, str] | None:
-    """(the codes as a cuDF column, null where missing; the categories' dtype kind) of a cuDF
-    categorical column (``CategoricalColumn.codes``), None for any other column."""
+def categorical_parts(column: Any) -> tuple[Any, str, int] | None:
+    """(the codes as a cuDF column, null where missing; the categories' dtype kind; how many
+    categories) of a cuDF categorical column (``CategoricalColumn.codes``), else None."""
     import cudf
 
     if not isinstance(column.dtype, cudf.CategoricalDtype):
         return None
-    return column.codes, str(column.dtype.categories.dtype.kind)
+    categories = column.dtype.categories
+    return column.codes, str(categories.dtype.kind), len(categories)
 
 
 def column_slice(column: Any, start: int, stop: int) -> Any:

@@ -89,7 +89,7 @@ def test_every_chunk_of_a_concatenated_column_is_taken_as_it_is() -> None:
 
 
 def test_a_slice_whose_validity_bits_start_mid_byte_is_refused() -> None:
-    with pytest.raises(AssertionError, match="start on a byte"):
+    with pytest.raises(ValueError, match="start on a byte"):
         arrow_columns.string_buffers(chunks()["large_string"].slice(3))
 
 
@@ -99,3 +99,8 @@ def test_a_large_object_column_is_named_in_the_report_with_the_way_to_avoid_it()
     assert note is not None and "'city'" in note and ".astype('str')" in note
     assert dataframes._object_column_note("city", objects.astype("str")) is None
     assert dataframes._object_column_note("small", objects[:10]) is None
+    assert dataframes._object_column_note("<index>", objects) is None
+    from decimal import Decimal
+
+    decimals = pd.Series([Decimal(1)] * 2_200_000, dtype=object)
+    assert dataframes._object_column_note("money", decimals) is None  # no advice that changes it

@@ -33,12 +33,16 @@ MAX_INT32 = 2**31 - 1
 
 def _arrow_strings(values: Any) -> Any | None:
     """The Arrow data (a ChunkedArray) of a pandas string array kept in Arrow, else None."""
-    import pandas as pd
-
-    dtype = values.dtype
-    if not isinstance(dtype, pd.StringDtype) or dtype.storage != "pyarrow":
+    if not _arrow_string_dtype(values.dtype):
         return None
     return values.__arrow_array__()  # the array's own ChunkedArray: no copy
+
+
+def _arrow_string_dtype(dtype: Any) -> bool:
+    """pandas' string dtype kept in Arrow (pandas 3's default; "pyarrow_numpy" in pandas 2)."""
+    import pandas as pd
+
+    return isinstance(dtype, pd.StringDtype) and dtype.storage in ("pyarrow", "pyarrow_numpy")
 
 
 def _mask_bytes(size: int) -> int:
@@ -70,7 +74,8 @@ def string_buffers(chunk: Any) -> StringBuffers:
     import pyarrow as pa
 
     size, start, nulls = len(chunk), chunk.offset, chunk.null_count
-    assert not nulls or start % 8 == 0, "validity bits must start on a byte"
+    if nulls and start % 8:
+        raise ValueError("validity bits must start on a byte")
     validity, offsets_buffer, characters = chunk.buffers()
     wide = pa.types.is_large_string(chunk.type)
     offsets = np.frombuffer(offsets_buffer, np.int64 if wide else np.int32, size + 1 + start)
@@ -118,7 +123,10 @@ def _queue_chunk(chunk: Any, batch: staging.Batch) -> Callable[[], Any]:
 
 def strings_to_device(series: Any, null: bool | None, batch: staging.Batch) -> Finish | None:
     """Queue a pandas string column's Arrow buffers on ``batch``; what builds the cuDF column
-    (the dtype ``cudf.from_pandas`` gives it) once they have arrived. None: cuDF's own path."""
+    (the dtype ``cudf.from_pandas`` gives it) once they have arrived. None: cuDF's own path.
+
+    A column of several Arrow chunks (``pd.concat`` makes them) is built chunk by chunk and
+    concatenated on the device, so it briefly needs twice its size there."""
     chunked = _arrow_strings(series.array)
     if chunked is None:
         return None
@@ -178,16 +186,17 @@ def strings_to_host(column: Any, batch: staging.Batch) -> Finish | None:
     ``column.to_pandas()`` holds, wrapping the arrived buffers without a copy. None: cuDF's
     own path (a dtype other than pandas' Arrow strings, a slice, too small)."""
     import numpy as np
-    import pandas as pd
 
     dtype = column.dtype
-    if not isinstance(dtype, pd.StringDtype) or dtype.storage != "pyarrow":
+    if not _arrow_string_dtype(dtype):
         return None
     parts = compat.string_parts(column)
     if parts is None:
         return None
     size, nulls, offsets, chars, mask = parts
     last = int(offsets[-1]) if size else 0
+    if last > chars.size:
+        return None  # characters without device memory behind them: cuDF's path knows why
     if not staging.use_pinned(last + 8 * (size + 1)):
         return None
     widened = offsets.dtype.itemsize != 8  # pandas keeps 64-bit offsets (large_string)
@@ -209,11 +218,13 @@ def categorical_to_host(column: Any, batch: staging.Batch) -> Finish | None:
     parts = compat.categorical_parts(column)
     if parts is None:
         return None
-    codes, categories_kind = parts
+    codes, categories_kind, count = parts
     if categories_kind == "f" or not staging.use_pinned(codes.dtype.itemsize * len(codes)):
         return None
     # the dtype cuDF's own conversion gives (its categories moved by cuDF), from an empty slice
     pandas_dtype = compat.column_to_pandas(compat.column_slice(column, 0, 0)).dtype
+    if len(pandas_dtype.categories) != count:
+        return None  # cuDF drops null categories on the host, and the codes would not match
     signed = pd.Categorical.from_codes(np.empty(0, np.int8), dtype=pandas_dtype).codes.dtype
     filled = compat.column_values(compat.column_fillna(compat.column_astype(codes, signed), -1))
     host = batch.host_array(filled, temporary=True)

@@ -156,14 +156,23 @@ def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish
 
 
 def _object_column_note(label: Any, series: Any) -> str | None:
-    """What the report says of a large object column: it took cuDF's own (slower) path."""
+    """What the report says of a large column of Python strings (dtype object): it took cuDF's
+    own (slower) path, and how to give it the fast one. Other object columns (Decimals, mixed)
+    and the index get no advice: converting them would change the data."""
     import numpy as np
+    import pandas as pd
 
-    if series.dtype != np.dtype(object) or not staging.use_pinned(8 * len(series)):
+    if label == "<index>" or series.dtype != np.dtype(object):
         return None
+    if not staging.use_pinned(8 * len(series)):
+        return None
+    if pd.api.types.infer_dtype(series, skipna=True) != "string":
+        return None
+    # pandas 3's "str" is Arrow-backed; in pandas 2 that is "string[pyarrow]"
+    arrow = "'str'" if int(pd.__version__.split(".")[0]) >= 3 else "'string[pyarrow]'"
     return (
         f"column {label!r} holds Python objects (dtype object) and took cuDF's own path; "
-        "as .astype('str') its strings cross as Arrow buffers through the pinned path"
+        f"as .astype({arrow}) its strings cross as Arrow buffers through the pinned path"
     )
 
 

@@ -270,6 +270,31 @@ def test_strings_beyond_2_gib_cross_with_64_bit_offsets_both_ways(path: str) -> 
     assert back.dtype == source.dtype
 
 
+def test_to_cpu_of_columns_cudf_itself_made_equals_to_pandas(path: str) -> None:
+    """Columns this package did not build: slices (the characters' span larger than used, or an
+    offset into the column), results of cuDF's string functions, categoricals cuDF made."""
+    rng = np.random.default_rng(6)
+    source = pd.Series(rng.choice(TEXT, 5000), dtype="str", name="t")
+    strings = cudf.from_pandas(source)
+    made = {
+        "upper": strings.str.upper(),
+        "head": strings.iloc[:1234],
+        "tail": strings.iloc[3:],
+        "middle": strings.iloc[17:4001],
+        "categorical": strings.astype("category"),
+        "frame": cudf.DataFrame(
+            {"a": strings.str.lower(), "b": strings.iloc[::-1].reset_index(drop=True)}
+        ),
+    }
+    for name, obj in made.items():
+        expected = obj.to_pandas()
+        back = to_cpu(obj)
+        if isinstance(expected, pd.DataFrame):
+            pd.testing.assert_frame_equal(back, expected, obj=name)
+        else:
+            pd.testing.assert_series_equal(back, expected, obj=name)
+
+
 def test_string_and_categorical_columns_take_the_pinned_path_and_object_ones_are_named(
     shell, capsys
 ) -> None:
