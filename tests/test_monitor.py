@@ -440,3 +440,27 @@ def test_a_cluster_that_goes_away_is_said_within_two_seconds_at_any_interval() -
         assert states[-1][0] - gone < 2.0
     finally:
         monitor.unsubscribe(token)
+
+
+def test_the_polling_function_is_pickled_once_and_sent_as_bytes(monkeypatch) -> None:
+    """Pickling poll by value walks two modules (~0.4 ms); a panel polls four times a second."""
+    import cloudpickle
+    from distributed.protocol.pickle import dumps, loads
+
+    from gpudask_jupyter import scheduler_probe
+    from gpudask_jupyter.monitor import callers
+
+    shipped = callers.shipped("poll")
+    assert callers.shipped("poll") is shipped
+
+    def walk(*args: object, **kwargs: object) -> bytes:
+        raise AssertionError("cloudpickle walked the function again")
+
+    monkeypatch.setattr(cloudpickle, "dumps", walk)
+    monkeypatch.setattr(cloudpickle.cloudpickle, "dumps", walk, raising=False)
+    sent = dumps(shipped)
+    assert len(sent) < len(shipped.data) + 200
+    monkeypatch.undo()
+    received = loads(sent)
+    assert callable(received) and received.__name__ == "poll"
+    assert received is not scheduler_probe.poll  # rebuilt from the bytes: by value

@@ -38,6 +38,7 @@ from ..frame import (
     WorkerInfo,
 )
 from ..taskstream import SeqBuffer, rectangles
+from . import callers
 from .callers import Caller
 from .workers import memory_by_device, read_workers
 
@@ -136,7 +137,8 @@ class ClusterTracker:
         if getattr(self.caller, "closed", False):
             self.state, self.message = "closed", "the cluster's client was closed"
             return None
-        self.pending = self.caller.call(scheduler_probe.poll, CALL_TIMEOUT, cursor=self._cursor)
+        poll = callers.shipped("poll")
+        self.pending = self.caller.call(poll, CALL_TIMEOUT, cursor=self._cursor)
         return self.pending
 
     def collect(self, now: float, hosts: set[str], local_names: dict[str, str], lock: Any) -> None:
