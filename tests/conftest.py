@@ -6,8 +6,12 @@ is usable (CI has none); they run on a GPU machine with ``pytest -m gpu``.
 
 from __future__ import annotations
 
+import socket
+import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import DaskProcesses
@@ -77,3 +81,47 @@ def dask_processes(tmp_path: Path) -> Iterator[DaskProcesses]:
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture
+def scheduler(tmp_path: Path) -> Iterator[DaskProcesses]:
+    """A scheduler with one worker of its own (``remote-0``), in other processes."""
+    processes = DaskProcesses(tmp_path, workers=1)
+    try:
+        processes.wait_for_workers(1)
+        yield processes
+    finally:
+        processes.close()
+
+
+@pytest.fixture
+def kernel(runtime_dir: Path) -> Iterator[tuple[Any, Any]]:
+    """A kernel started the way jupyter_server starts one (connection file kernel-<id>.json)."""
+    from jupyter_client.manager import KernelManager
+
+    kernel_id = str(uuid.uuid4())
+    km = KernelManager(
+        kernel_name="python3",
+        kernel_id=kernel_id,
+        connection_file=str(runtime_dir / f"kernel-{kernel_id}.json"),
+    )
+    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    try:
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        if km.is_alive():
+            km.shutdown_kernel(now=True)
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port whose connections the kernel accepts (backlog) and nobody ever answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        yield sock.getsockname()[1]

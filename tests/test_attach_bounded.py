@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -44,15 +43,6 @@ def _attach_fails(shell, address: str, match: str) -> str:
     assert cluster.current() is None
     assert address in str(info.value)
     return str(info.value)
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A port whose connections the kernel accepts (backlog) and nobody ever answers."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(16)
-        yield sock.getsockname()[1]
 
 
 def test_a_silent_port_fails_within_the_timeout(shell, silent_port: int) -> None:

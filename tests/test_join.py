@@ -29,17 +29,6 @@ pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture
-def scheduler(tmp_path: Path) -> Iterator[DaskProcesses]:
-    """A scheduler with one worker of its own (``remote-0``), in other processes."""
-    processes = DaskProcesses(tmp_path, workers=1)
-    try:
-        processes.wait_for_workers(1)
-        yield processes
-    finally:
-        processes.close()
-
-
-@pytest.fixture
 def other_client(scheduler: DaskProcesses) -> Iterator[Any]:
     """Another client of the scheduler, as a colleague's notebook would be."""
     from distributed import Client

@@ -4,10 +4,8 @@ its timeout, and leaves nothing running (no worker process, no thread, no socket
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -45,15 +43,6 @@ def _join_fails(shell, line: str, match: str, runtime_dir: Path) -> str:
     assert time.monotonic() - started < TIMEOUT + SLACK
     _nothing_running(runtime_dir)
     return str(info.value)
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A port whose connections the kernel accepts (backlog) and nobody ever answers."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(16)
-        yield sock.getsockname()[1]
 
 
 def test_nobody_at_the_address(shell, runtime_dir: Path) -> None:

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,37 +18,6 @@ from support import DaskProcesses, spawned_workers, wait_gone
 from test_kernel_lifecycle import run
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture
-def scheduler(tmp_path: Path) -> Iterator[DaskProcesses]:
-    processes = DaskProcesses(tmp_path, workers=1)
-    try:
-        processes.wait_for_workers(1)
-        yield processes
-    finally:
-        processes.close()
-
-
-@pytest.fixture
-def kernel(runtime_dir: Path) -> Iterator[tuple[KernelManager, Any]]:
-    kernel_id = str(uuid.uuid4())
-    km = KernelManager(
-        kernel_name="python3",
-        kernel_id=kernel_id,
-        connection_file=str(runtime_dir / f"kernel-{kernel_id}.json"),
-    )
-    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    km.start_kernel()
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    try:
-        yield km, kc
-    finally:
-        kc.stop_channels()
-        if km.is_alive():
-            km.shutdown_kernel(now=True)
 
 
 def _join(km: KernelManager, kc: Any, scheduler: DaskProcesses) -> list[psutil.Process]:

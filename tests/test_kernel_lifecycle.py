@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,28 +34,6 @@ def run(kc: Any, code: str, timeout: float = 120) -> dict[str, Any]:
     reply = kc.get_shell_msg(timeout=timeout)["content"]
     reply["output"] = "".join(streams)
     return dict(reply)
-
-
-@pytest.fixture
-def kernel(runtime_dir: Path) -> Iterator[tuple[KernelManager, Any]]:
-    """A kernel started the way jupyter_server starts one (connection file kernel-<id>.json)."""
-    kernel_id = str(uuid.uuid4())
-    km = KernelManager(
-        kernel_name="python3",
-        kernel_id=kernel_id,
-        connection_file=str(runtime_dir / f"kernel-{kernel_id}.json"),
-    )
-    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    km.start_kernel()
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    try:
-        yield km, kc
-    finally:
-        kc.stop_channels()
-        if km.is_alive():
-            km.shutdown_kernel(now=True)
 
 
 def _start_cluster(km: KernelManager, kc: Any) -> list[Any]:
