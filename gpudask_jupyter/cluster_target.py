@@ -74,8 +74,7 @@ class AttachTarget:
         ca, cert, key = (str(paths[flag]) for flag in tls)
         return cls(address, ca, cert, key)
 
-    def security(self) -> Any:
-        """The ``distributed.Security`` of a client of this scheduler, None without TLS."""
+    def _security(self, **roles: Any) -> Any:
         if self.ca_file is None:
             return None
         from distributed import Security
@@ -85,24 +84,18 @@ class AttachTarget:
             tls_client_cert=self.cert_file,
             tls_client_key=self.key_file,
             require_encryption=True,
+            **roles,
         )
+
+    def security(self) -> Any:
+        """The ``distributed.Security`` of a client of this scheduler, None without TLS."""
+        return self._security()
 
     def worker_security(self) -> Any:
         """The ``distributed.Security`` of the workers (and their nannies) that this kernel joins
         to the scheduler, None without TLS: the given certificate in every role, and only
         encrypted connections from holders of a certificate of the same authority."""
-        if self.ca_file is None:
-            return None
-        from distributed import Security
-
-        return Security(
-            tls_ca_file=self.ca_file,
-            tls_client_cert=self.cert_file,
-            tls_client_key=self.key_file,
-            tls_worker_cert=self.cert_file,
-            tls_worker_key=self.key_file,
-            require_encryption=True,
-        )
+        return self._security(tls_worker_cert=self.cert_file, tls_worker_key=self.key_file)
 
     def tls_files(self) -> dict[str, str] | None:
         """The TLS files as the registry records them (for the sidebar), None without TLS."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
@@ -109,24 +110,31 @@ def start() -> None:
     """
 
 
+def _worker_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``start`` and ``join`` both ask of their workers, from their parsed arguments."""
+    return {
+        "gpus": args.gpus,
+        "n_workers": args.n_workers,
+        "threads_per_worker": args.threads_per_worker,
+        "memory_limit": args.memory_limit,
+        "device_memory_limit": args.device_memory_limit,
+        "rmm_pool_size": args.rmm_pool_size,
+        "rmm_async": args.rmm_async,
+        "resources": args.resources,
+        "require_gpu": True if args.require_gpu else None,
+    }
+
+
 def start_options(args: argparse.Namespace) -> StartOptions:
     """What ``start`` was asked for, from its parsed arguments."""
     return StartOptions(
-        gpus=args.gpus,
-        n_workers=args.n_workers,
-        threads_per_worker=args.threads_per_worker,
-        memory_limit=args.memory_limit,
-        device_memory_limit=args.device_memory_limit,
-        rmm_pool_size=args.rmm_pool_size,
-        rmm_async=args.rmm_async,
+        **_worker_options(args),
         protocol=args.protocol,
         host=args.host,
         dashboard_address=args.dashboard_address,
         tls=args.tls,
         allow_insecure_network=args.allow_insecure_network,
         oversubscribe=args.oversubscribe,
-        resources=args.resources,
-        require_gpu=True if args.require_gpu else None,
         timeout=args.timeout,
     )
 
@@ -187,17 +195,7 @@ def join() -> None:
 def join_options(args: argparse.Namespace) -> StartOptions:
     """What ``join`` asks of its workers, from its parsed arguments (its ``--timeout`` is for
     reaching the scheduler, not part of these)."""
-    return StartOptions(
-        gpus=args.gpus,
-        n_workers=args.n_workers,
-        threads_per_worker=args.threads_per_worker,
-        memory_limit=args.memory_limit,
-        device_memory_limit=args.device_memory_limit,
-        rmm_pool_size=args.rmm_pool_size,
-        rmm_async=args.rmm_async,
-        resources=args.resources,
-        require_gpu=True if args.require_gpu else None,
-    )
+    return StartOptions(**_worker_options(args))
 
 
 @ma.magic_arguments(name="gpu_cluster leave")
