@@ -6,6 +6,7 @@ never downloads a browser. Screenshots go to test-artifacts/.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -31,6 +32,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.browser)
             if missing and not os.environ.get("GPUDASK_REQUIRE_BROWSER"):
                 item.add_marker(pytest.mark.skip(reason=f"browser test: {CHROMIUM} not installed"))
+
+
+@contextlib.contextmanager
+def _running(
+    name: str, args: list[str], env: dict[str, str], log: Path, ready: str
+) -> Iterator[None]:
+    """A server process, logging to ``log``, once ``ready`` (a URL) answers; stopped after, its
+    log kept under test-artifacts/."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(ready, timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"{name} did not start:\n" + log.read_text()) from None
+            time.sleep(0.5)
+    try:
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        ARTIFACTS.mkdir(exist_ok=True)
+        shutil.copy(log, ARTIFACTS / log.name)
 
 
 def _serve(
@@ -86,28 +117,9 @@ def _serve(
     args.extend(extra_args)
     if os.getuid() == 0:  # a CI container running as root
         args.append("--allow-root")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}api/status?token={token}", timeout=2):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{app} did not start:\n" + log.read_text()) from None
-            time.sleep(0.5)
-    try:
+    with _running(app, args, env, log, f"{url}api/status?token={token}"):
         yield Lab(url, token, root, log, "lab/tree/" if app == "jupyterlab" else "notebooks/")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        ARTIFACTS.mkdir(exist_ok=True)
-        shutil.copy(log, ARTIFACTS / log.name)
 
 
 @pytest.fixture(scope="module")
@@ -165,28 +177,9 @@ def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = base / "voila.log"
     args = [sys.executable, "-m", "voila", str(base / "voila.ipynb"), "--no-browser"]
     args += [f"--port={port}", "--Voila.ip=127.0.0.1"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}voila/static/voila.js", timeout=2):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("voila did not start:\n" + log.read_text()) from None
-            time.sleep(0.5)
-    try:
+    with _running("voila", args, env, log, f"{url}voila/static/voila.js"):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        ARTIFACTS.mkdir(exist_ok=True)
-        shutil.copy(log, ARTIFACTS / log.name)
 
 
 @pytest.fixture(scope="module")
