@@ -8,6 +8,7 @@ import { GpuDaskPanel, KERNEL_SHUT_DOWN, NO_AREA, NO_NOTEBOOK } from '../src/lab
 import { FakeKernel, iopub } from './fakekernel';
 import type { FrameResponse } from '../src/lab/poller';
 import { frame } from './fixtures';
+import { fakeTimers } from './timers';
 
 class FakeFocus implements Focus {
   readonly changed = new Signal<this, void>(this);
@@ -67,19 +68,7 @@ function requestAnimationFrameFlush(): void {
   vi.advanceTimersByTime(20);
 }
 
-beforeEach(() =>
-  vi.useFakeTimers({
-    toFake: [
-      'setTimeout',
-      'clearTimeout',
-      'setInterval',
-      'clearInterval',
-      'Date',
-      'requestAnimationFrame',
-      'cancelAnimationFrame'
-    ]
-  })
-);
+beforeEach(fakeTimers);
 afterEach(() => {
   vi.useRealTimers();
   document.body.replaceChildren();

@@ -4,6 +4,7 @@ import { Signal } from '@lumino/signaling';
 import widget from '../src/widget';
 import { controlMessage, parseKernelMessage } from '../src/anywidget/protocol';
 import { T0, frame, gpuSample } from './fixtures';
+import { fakeTimers } from './timers';
 
 type Handler = (...args: unknown[]) => void;
 
@@ -75,16 +76,6 @@ function mount(traits: Record<string, unknown> = {}, manager?: unknown) {
 }
 
 const hello = { type: 'hello' };
-// jsdom paints with its own interval: fake all timers together, or none
-const FAKE = [
-  'setTimeout',
-  'clearTimeout',
-  'setInterval',
-  'clearInterval',
-  'Date',
-  'requestAnimationFrame',
-  'cancelAnimationFrame'
-] as const;
 
 describe('anywidget front end', () => {
   it('says hello and draws the frames the kernel sends', () => {
@@ -162,7 +153,7 @@ describe('anywidget front end', () => {
   });
 
   it('runs cluster actions through the comm and shows their progress and result', () => {
-    vi.useFakeTimers({ toFake: [...FAKE] });
+    fakeTimers();
     try {
       const { model, root } = mount();
       model.emit('msg:custom', { type: 'frame', frame: frame() });
@@ -235,7 +226,7 @@ describe('anywidget front end', () => {
   });
 
   it('says "not responding" when no frame comes for max(2 s, 3 intervals)', () => {
-    vi.useFakeTimers({ toFake: [...FAKE] });
+    fakeTimers();
     try {
       const { model, root } = mount({ interval: 0.25 });
       model.emit('msg:custom', { type: 'frame', frame: frame() });
