@@ -166,7 +166,9 @@ def _object_column_note(label: Any, series: Any) -> str | None:
         return None
     if not staging.use_pinned(8 * len(series)):
         return None
-    if pd.api.types.infer_dtype(series, skipna=True) != "string":
+    # a sample decides: cuDF's own path infers the whole column's type again anyway, and fails
+    # (so no note is shown) if later values are not strings
+    if pd.api.types.infer_dtype(series.iloc[:1000], skipna=True) != "string":
         return None
     # pandas 3's "str" is Arrow-backed; in pandas 2 that is "string[pyarrow]"
     arrow = "'str'" if int(pd.__version__.split(".")[0]) >= 3 else "'string[pyarrow]'"
