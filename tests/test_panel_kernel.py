@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from test_kernel_lifecycle import kernel, run  # noqa: F401  (the fixture)
+from test_kernel_lifecycle import run
 
 from gpudask_jupyter.widget import STATIC
 
@@ -40,7 +40,7 @@ def _frames(kc: Any, comm_id: str, until: float) -> list[dict[str, Any]]:
     return frames
 
 
-def test_panel_streams_frames_over_the_comm_and_stops(kernel) -> None:  # noqa: F811
+def test_panel_streams_frames_over_the_comm_and_stops(kernel) -> None:
     _, kc = kernel
     reply = run(
         kc,
@@ -85,7 +85,7 @@ def test_panel_streams_frames_over_the_comm_and_stops(kernel) -> None:  # noqa: 
     assert "THREADS []" in reply["output"], reply["output"]
 
 
-def test_unload_stops_panels_and_sampler(kernel) -> None:  # noqa: F811
+def test_unload_stops_panels_and_sampler(kernel) -> None:
     _, kc = kernel
     reply = run(
         kc,
@@ -125,7 +125,7 @@ def _messages(kc: Any, until: float, kinds: set[str]) -> list[dict[str, Any]]:
     return found
 
 
-def test_rerunning_a_panel_cell_keeps_the_frame_rate_of_one_panel(kernel) -> None:  # noqa: F811
+def test_rerunning_a_panel_cell_keeps_the_frame_rate_of_one_panel(kernel) -> None:
     _, kc = kernel
     reply = run(kc, "%load_ext gpudask_jupyter\nimport gpudask_jupyter")
     assert reply["status"] == "ok", reply["output"]
@@ -174,7 +174,7 @@ def _control(kc: Any, comm_id: str, ident: str, action: str, **extra: Any) -> di
     return seen[-1]
 
 
-def test_the_panels_buttons_run_in_the_kernel_and_answer_in_words(kernel) -> None:  # noqa: F811
+def test_the_panels_buttons_run_in_the_kernel_and_answer_in_words(kernel) -> None:
     _, kc = kernel
     reply = run(
         kc,
@@ -205,7 +205,7 @@ def test_the_panels_buttons_run_in_the_kernel_and_answer_in_words(kernel) -> Non
     assert result["ok"] is False and "has no cluster" in result["text"], result
 
 
-def test_the_widgets_text_is_a_snapshot_an_executed_notebook_keeps(kernel) -> None:  # noqa: F811
+def test_the_widgets_text_is_a_snapshot_an_executed_notebook_keeps(kernel) -> None:
     _, kc = kernel
     msg_id = kc.execute(
         "%load_ext gpudask_jupyter\n"
