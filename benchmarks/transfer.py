@@ -171,9 +171,10 @@ FIRST_TOUCH = (
 
 
 def host_facts(nbytes: int, repeat: int) -> None:
-    from gpudask_jupyter.convert import host_memory, staging
+    from gpudask_jupyter import host_load
+    from gpudask_jupyter.convert import host_memory
 
-    counts = sorted({1, staging.default_threads(), staging.usable_cores()})
+    counts = sorted({1, host_load.default_threads(), host_load.usable_cores()})
     rows: list[tuple[str, Callable[[int], list[float]]]] = [
         ("memcpy, memory already faulted in", lambda t: memcpy_rates(nbytes, t, repeat))
     ]
@@ -192,18 +193,18 @@ def host_facts(nbytes: int, repeat: int) -> None:
 
 
 def describe_host(busy_count: int) -> None:
-    from gpudask_jupyter import config
-    from gpudask_jupyter.convert import host_memory, staging
+    from gpudask_jupyter import config, host_load
+    from gpudask_jupyter.convert import host_memory
 
     print(
-        f"host: {platform.node()}, {staging.usable_cores()} usable cores, Linux "
+        f"host: {platform.node()}, {host_load.usable_cores()} usable cores, Linux "
         f"{platform.release()}, Python {platform.python_version()}; transparent huge pages: "
         f"{host_memory.huge_pages_setting()}; MADV_POPULATE_WRITE: "
         f"{'yes' if host_memory.prefault_available() else 'no'}; "
         f"{busy_count} busy process{'es' * (busy_count != 1)} beside the benchmark"
     )
     print(
-        f"defaults: {staging.default_threads()} copy threads, pinned buffer "
+        f"defaults: {host_load.default_threads()} copy threads, pinned buffer "
         f"{config.get('pinned-buffer') // 2**20} MiB, threshold "
         f"{config.get('transfer-threshold') // 2**20} MiB; destinations: "
         f"{host_memory.policy.pages} pages, fault-ahead {host_memory.policy.prefault}"
@@ -418,6 +419,7 @@ def measure(
     """Print the rows of one case: each direction, and the device→host destination variants."""
     import cupy
 
+    from gpudask_jupyter.convert import staging
     from gpudask_jupyter.convert.report import nbytes_of
 
     nbytes = nbytes_of(obj) or 0
@@ -432,8 +434,9 @@ def measure(
         for variant, changes in variants:
             timers[variant] = _variant(ours, changes)
         rate = {key: gbps(nbytes, s) for key, s in interleaved(timers, repeat).items()}
+        threads = staging.stager().last_threads  # chosen for the host's load, if not set
         print(
-            f"{head.format(direction)} {spread(rate['ceiling'])} | "
+            f"{head.format(f'{direction}, {threads} copy threads')} {spread(rate['ceiling'])} | "
             f"{anchor_name} {spread(rate['anchor'])} | {spread(rate['ours'])} | "
             f"{ratio(rate['ours'], rate['anchor'])} | "
             f"{ratio(rate['ours'], rate['ceiling'], percent=True)} |",
@@ -454,13 +457,14 @@ def sweep(gib: float, repeat: int) -> None:
     import cupy
     import numpy as np
 
-    from gpudask_jupyter import config
+    from gpudask_jupyter import config, host_load
     from gpudask_jupyter.convert import staging
 
     array = np.random.default_rng(1).standard_normal(int(gib * 2**30) // 8)
-    cores = staging.usable_cores()
+    cores = host_load.usable_cores()
     counts = sorted(
-        {t for t in (2, 4, 8, 12, 14, 16) if t <= max(2, cores)} | {staging.default_threads()}
+        {t for t in (2, 4, 8, 12, 14, 16, 24, 32) if t <= max(2, 2 * cores)}
+        | {host_load.default_threads()}
     )
     print(
         f"the pinned pipeline alone, {array.nbytes / 2**30:.2f} GiB float64, GB/s, "

@@ -20,6 +20,7 @@ from typing import Any
 
 from . import config, gpus, nvml
 from .errors import ClusterError, NoGpuError
+from .host_load import usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -187,14 +188,6 @@ def resolve_workers(
         check_cpu_workers(opts.n_workers, "--n-workers")
     log.debug("workers: %s", [gpus.identifier(d) for d in devices] or f"CPU ({reason})")
     return devices, reason
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def check_cpu_workers(n: int, asked: str, allowed: int | None = None) -> None:

@@ -143,7 +143,8 @@ OPTIONS: dict[str, Option] = {
             0,
             _positive_int,
             "Host threads that fill and drain the pinned buffers; 0 picks all but two of the "
-            "cores the kernel may use (2 to 16).",
+            "cores the kernel may use (2 to 16), and fewer while other processes keep those "
+            "cores busy.",
         ),
         _clamped_seconds(
             "refresh-interval",

@@ -449,3 +449,37 @@ def test_an_interrupted_copy_device_to_host_stops_before_it_returns() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         pinned.close()
+
+
+def test_a_busy_host_gets_fewer_copy_threads_and_the_same_bytes() -> None:
+    class Counting(FakeBackend):
+        def __init__(self) -> None:
+            super().__init__()
+            self.threads: set[str] = set()
+
+        def copy_async(self, dst: int, src: int, size: int, to_device: bool, stream: Any) -> None:
+            self.threads.add(threading.current_thread().name)
+            time.sleep(0.001)  # long enough that every thread that may copy gets a piece
+            super().copy_async(dst, src, size, to_device, stream)
+
+    asked: list[int] = []
+
+    def two_free(most: int) -> int:
+        asked.append(most)
+        return 2
+
+    backend = Counting()
+    pinned = PinnedStager(12 * MiB, 6, backend=backend, threads_now=two_free)
+    try:
+        hosts = _arrays(11)
+        devices = [np.zeros_like(h) for h in hosts]
+        pinned.copy(_segments(hosts, devices), to_device=True, device=0)
+        _assert_equal(devices, hosts)
+        assert asked == [6] and len(backend.threads) == 2
+        backend.threads.clear()
+        everyone = PinnedStager(12 * MiB, 6, backend=backend)  # no load given: all six
+        everyone.copy(_segments(hosts, devices), to_device=True, device=0)
+        assert len(backend.threads) == 6
+        everyone.close()
+    finally:
+        pinned.close()

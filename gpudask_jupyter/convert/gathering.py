@@ -24,8 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from .. import host_load
 from . import layout as layouts
-from . import persisted, pieces, shared_memory, staging, worker
+from . import persisted, pieces, shared_memory, worker
 from .cluster_view import WorkerView, completed, wait_for
 from .layout import Layout
 from .placing import Placer
@@ -137,7 +138,7 @@ def _through_segments(
         log.debug("shared memory too small for a round: through the client", exc_info=True)
         _through_client(list(shared.values()), placer)
         return 0
-    threads = max(1, staging.default_threads())
+    threads = host_load.copy_threads()
     with ThreadPoolExecutor(threads, thread_name_prefix="gpudask-shm") as pool:
         for deliveries in plan:
             writes: dict[str, tuple[pieces.Delivery, str, Back]] = {}

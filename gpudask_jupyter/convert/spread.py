@@ -28,8 +28,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import host_load
 from . import layout as layouts
-from . import pieces, shared_memory, staging, worker
+from . import pieces, shared_memory, worker
 from .cluster_view import WorkerView, wait_for
 from .placing import Placer
 
@@ -159,7 +160,7 @@ class _Builder:
         assert self.segments is not None
         paths = [self.segments.create() for _ in deliveries]
         fds: dict[int, int] = {}
-        threads = staging.default_threads()
+        threads = host_load.copy_threads()
         pool = ThreadPoolExecutor(threads, thread_name_prefix="gpudask-shm")
         try:
             for i in range(len(deliveries)):

@@ -24,14 +24,13 @@ import contextlib
 import ctypes
 import logging
 import math
-import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .. import config, lifecycle
+from .. import config, host_load, lifecycle
 from . import host_memory
 from .cuda_backend import Backend, CupyBackend
 
@@ -40,19 +39,6 @@ log = logging.getLogger(__name__)
 MiB = 2**20
 _CHUNK = 4 * MiB  # large enough for a DMA near full speed, small enough to keep several in flight
 _MAX_DEPTH = 8
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 2
-
-
-def default_threads() -> int:
-    """All but two of the cores this process may run on, 2 to 16: memcpy is the bottleneck, and
-    a transfer is short, so it may take the machine while it lasts."""
-    return max(2, min(16, usable_cores() - 2))
 
 
 def layout(capacity: int, threads: int) -> tuple[int, int]:
@@ -126,9 +112,14 @@ class PinnedStager:
         threads: int,
         backend: Backend | None = None,
         prefault: Callable[[int, int], None] = host_memory.prefault,
+        threads_now: Callable[[int], int] | None = None,
     ) -> None:
         self.threads = max(1, threads)
         self._prefault = prefault  # (address, size): fault a device→host destination in
+        # how many of the threads the next transfer uses (all, unless given)
+        self._threads_now = threads_now or (lambda most: most)
+        self.adapts = threads_now is not None
+        self.last_threads = 0  # how many the last transfer used (the benchmark reports it)
         self.depth, self.chunk = layout(capacity, self.threads)
         self.capacity = self.chunk * self.depth * self.threads
         self._backend: Backend = backend if backend is not None else CupyBackend()
@@ -215,8 +206,10 @@ class PinnedStager:
             self._backend.synchronize(device)
             pieces = _Pieces(segments, self.chunk)
             futures: list[Future[None]] = []
+            active = max(1, min(self.threads, self._threads_now(self.threads)))
+            self.last_threads = active
             try:
-                for t in range(min(self.threads, pieces.count)):
+                for t in range(min(active, pieces.count)):
                     futures.append(self._pool.submit(self._work, t, pieces, to_device, device))
                 yield
                 wait(futures)
@@ -252,13 +245,18 @@ def stager() -> PinnedStager:
     """The process's stager, created on first use from the current options."""
     global _stager
     capacity = int(config.get("pinned-buffer"))
-    threads = int(config.get("transfer-threads")) or default_threads()
+    asked = int(config.get("transfer-threads"))
+    threads = asked or host_load.default_threads()
     with _stager_lock:
-        if _stager is not None and not _stager.matches(capacity, threads):
+        if _stager is not None and (
+            not _stager.matches(capacity, threads) or _stager.adapts != (not asked)
+        ):
             _stager.close()
             _stager = None
         if _stager is None:
-            _stager = PinnedStager(capacity, threads)
+            # threads chosen by the user are used as they are; chosen here, fewer on a busy host
+            adapt = None if asked else host_load.copy_threads
+            _stager = PinnedStager(capacity, threads, threads_now=adapt)
             log.debug(
                 "pinned stager: %d threads × %d buffers of %d bytes",
                 _stager.threads,

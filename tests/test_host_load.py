@@ -1,0 +1,68 @@
+"""How busy the host's cores are, from /proc/stat, with real busy processes beside the test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gpudask_jupyter import host_load
+
+pytestmark = pytest.mark.skipif(not os.path.exists(host_load.STAT), reason="needs /proc/stat")
+
+SPIN = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end: pass\n"
+
+
+def _window(seconds: float) -> float:
+    before = host_load.sample()
+    time.sleep(seconds)
+    after = host_load.sample()
+    assert before is not None and after is not None
+    return host_load.others_busy(before, after)
+
+
+def test_other_processes_spinning_are_counted() -> None:
+    count = min(2, host_load.usable_cores() - 1)  # a core stays for the test itself
+    if count < 1:
+        pytest.skip("needs two cores: one to keep busy, one for the test")
+    quiet = _window(0.5)
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(count)]
+    try:
+        time.sleep(0.3)  # started and spinning
+        busy = _window(1.0)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    assert busy >= quiet + 0.8 * count, (quiet, busy)
+
+
+def test_this_process_own_work_is_not_counted() -> None:
+    before = host_load.sample()
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:  # this process keeps one core busy
+        pass
+    after = host_load.sample()
+    assert before is not None and after is not None
+    assert host_load.others_busy(before, after) < 0.8
+
+
+def test_fewer_threads_while_busy_never_below_two(monkeypatch) -> None:
+    monkeypatch.setattr(host_load, "usable_cores", lambda: 16)
+    for others, expected in [(0.3, 14), (8.2, 8), (15.0, 2), (40.0, 2)]:
+        monkeypatch.setattr(host_load._load, "others", lambda o=others: o)
+        assert host_load.copy_threads(14) == expected
+    monkeypatch.setattr(host_load._load, "others", lambda: None)  # not known yet: all of them
+    assert host_load.copy_threads(14) == 14
+
+
+def test_a_question_too_soon_repeats_the_last_answer() -> None:
+    load = host_load.Load()
+    assert load.others() is None  # nothing to compare with yet
+    time.sleep(host_load.MIN_WINDOW + 0.05)
+    first = load.others()
+    assert first is not None
+    assert load.others() == first  # within MIN_WINDOW: the same answer
