@@ -32,6 +32,7 @@ import gc
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 
@@ -225,17 +226,15 @@ def failed_attempt(client: Any, df: Any) -> None:
         )
 
 
-def phases(client: Any, obj: Any, name: str) -> None:
-    """Where the time of one ``to_gpu(obj, distribute=True)`` goes: the tasks each worker ran
-    (from the scheduler's task stream) against the wall time of the call."""
+def phases(client: Any, run: Callable[[], Any], name: str) -> None:
+    """Where the time of one call of ours goes: the tasks each worker ran (from the scheduler's
+    task stream) against the wall time of the call."""
     from distributed import get_task_stream
     from distributed.utils import key_split
 
-    from gpudask_jupyter.convert import to_gpu
-
     with get_task_stream(client) as stream:
         started = time.time()
-        result = to_gpu(obj, distribute=True)
+        result = run()
         total = time.time() - started
     del result
     rows: dict[tuple[str, str], list[float]] = {}
@@ -249,7 +248,7 @@ def phases(client: Any, obj: Any, name: str) -> None:
             row[1] += 1
             row[2] = min(row[2], step["start"] - started)
             row[3] = max(row[3], step["stop"] - started)
-    print(f"\nphases of to_gpu({name}, distribute=True): {total:.3f} s in all")
+    print(f"\nphases of {name}: {total:.3f} s in all")
     print("| worker | task | tasks | compute s | first start s | last stop s |")
     print("| --- | --- | --- | --- | --- | --- |")
     for (address, prefix), (busy, count, first, last) in sorted(rows.items()):
@@ -325,10 +324,28 @@ def main() -> None:
         run()
         release()
     if args.phases:
+        import logging
+        import sys
+
+        from gpudask_jupyter.convert import to_cpu, to_gpu
+
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        for module in ("gathering", "spread"):
+            logger = logging.getLogger(f"gpudask_jupyter.convert.{module}")
+            logger.setLevel(logging.DEBUG)
+            logger.addHandler(handler)
+
         for name, obj in (("df", df), ("arr", arr)):
+            there = partial(to_gpu, obj, distribute=True)
             for _ in range(2):  # the second is the one that counts
-                phases(client, obj, name)
+                phases(client, there, f"to_gpu({name}, distribute=True)")
                 release()
+            back = partial(to_cpu, there(), gather=True)
+            for _ in range(2):
+                phases(client, back, f"to_cpu({name}, gather=True)")
+            del back
+            release()
         client.close()
         cluster.close()
         return

@@ -212,6 +212,11 @@ def test_gather_of_lazy_and_irregular_collections(client) -> None:
     pd.testing.assert_frame_equal(to_cpu(filtered, gather=True, client=client), df[df.key > 3])
     index = to_cpu(lazy.index, gather=True, client=client)
     pd.testing.assert_index_equal(index, df.index)
+    gathered = to_cpu(lazy, gather=True, client=client)  # ranges that follow each other
+    assert isinstance(gathered.index, pd.RangeIndex)
+    restarted = lazy.map_partitions(lambda p: p.reset_index(drop=True))  # 0.. in each one
+    expected = pd.concat([p.compute() for p in restarted.partitions])
+    pd.testing.assert_frame_equal(to_cpu(restarted, gather=True, client=client), expected)
     grid = da.from_array(np.arange(60.0).reshape(6, 10), chunks=(2, 5))  # blocks across columns
     np.testing.assert_array_equal(to_cpu(grid, gather=True, client=client), grid.compute())
     ints = lazy.y.map_partitions(lambda s: s.astype("float64") if s.iloc[0] % 2 else s)

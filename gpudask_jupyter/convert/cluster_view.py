@@ -24,6 +24,7 @@ from typing import Any
 from .. import compat, heartbeat
 from ..errors import ClusterError
 from . import shared_memory, worker
+from .failures import PartitionError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class WorkerView:
     local: bool  # on this machine, and can open the kernel's shared memory
     package: bool  # can run this package's tasks (see :mod:`.worker`)
     no_gpu: Mapping[str, str | None]  # "frames" / "arrays" → why no GPU partitions (None: can)
+    gpu: str | None = None  # a local worker's GPU, by PCI bus id
 
 
 class Failed(Exception):
@@ -104,7 +106,9 @@ def survey(client: Any, segments: shared_memory.Segments | None) -> list[WorkerV
     for address, answer in sorted(found.items()):
         if isinstance(answer, dict):
             no_gpu = {"frames": answer["frames"], "arrays": answer["arrays"]}
-            views.append(WorkerView(address, bool(answer["local"]) and bool(path), True, no_gpu))
+            local = bool(answer["local"]) and bool(path)
+            gpu = answer.get("gpu") if local else None
+            views.append(WorkerView(address, local, True, no_gpu, gpu))
             continue
         identities = identities or workers_now(client)
         why = answer if isinstance(answer, BaseException) else None
@@ -139,7 +143,7 @@ def _failure(future: Any, where: str | None) -> Failed:
     text = f"{type(error).__name__}: {error}"
     memory = isinstance(error, MemoryError) or ("out of" in text and "memory" in text.lower())
     kind = "memory" if memory else "error"
-    if isinstance(error, worker.PartitionError):
+    if isinstance(error, PartitionError):
         return Failed(f"{place}: {error}", error, kind)
     if memory and where:
         return Failed(f"worker {where} ran out of memory ({text})", error, kind)

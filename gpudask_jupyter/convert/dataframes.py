@@ -104,6 +104,32 @@ class _Crossing:
         return built
 
 
+def device_kind(dtype: Any) -> bool:
+    """Whether a column of this NumPy dtype is built from its raw bytes on the device (by
+    :func:`column_from_device`); other columns take cuDF's own path or :mod:`.arrow_columns`."""
+    import numpy as np
+
+    if not isinstance(dtype, np.dtype) or not dtype.isnative:
+        return False
+    if dtype.kind in _FAST_KINDS:
+        return not (dtype.kind == "f" and dtype.itemsize == 2)  # float16: cuDF's own error
+    return dtype.kind in "mM" and np.datetime_data(dtype)[0] in _TIME_UNITS
+
+
+def column_from_device(dtype: Any, dev: Any, null: bool | None) -> Any:
+    """The cuDF column ``cudf.from_pandas`` makes of a column of ``dtype`` whose bytes are the
+    CuPy array ``dev`` (int64 for datetimes and timedeltas, whose NaT becomes null)."""
+    import numpy as np
+
+    if dtype.kind not in "mM":
+        return compat.as_column(dev, null)
+    column = compat.column_from_device(_Typed(dev, dtype.str))
+    valid = dev != np.iinfo(np.int64).min  # NaT, which cuDF keeps as null
+    if not bool(valid.all()):
+        column = compat.with_validity(column, valid)
+    return column
+
+
 def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish | None:
     """Queue this column's bytes on ``batch`` and return what builds the cuDF column once they
     have arrived, or None if the column should take cuDF's own path."""
@@ -111,25 +137,11 @@ def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish
 
     dtype = series.dtype
     if isinstance(dtype, np.dtype):
-        if not staging.use_pinned(dtype.itemsize * len(series)) or not dtype.isnative:
+        if not device_kind(dtype) or not staging.use_pinned(dtype.itemsize * len(series)):
             return None
-        if dtype.kind in _FAST_KINDS:
-            if dtype.kind == "f" and dtype.itemsize == 2:
-                return None  # float16: let cuDF raise its own error
-            dev = batch.device_array(series.to_numpy(copy=False))
-            return lambda: compat.as_column(dev, null)
-        if dtype.kind in "mM" and np.datetime_data(dtype)[0] in _TIME_UNITS:
-            ints = batch.device_array(series.to_numpy(copy=False).view(np.int64))
-
-            def times() -> Any:
-                column = compat.column_from_device(_Typed(ints, dtype.str))
-                valid = ints != np.iinfo(np.int64).min  # NaT, which cuDF keeps as null
-                if not bool(valid.all()):
-                    column = compat.with_validity(column, valid)
-                return column
-
-            return times
-        return None
+        host = series.to_numpy(copy=False)
+        dev = batch.device_array(host.view(np.int64) if dtype.kind in "mM" else host)
+        return lambda: column_from_device(dtype, dev, null)
     finish = arrow_columns.to_device(series, null, batch)
     if finish is not None:
         return finish
@@ -246,6 +258,24 @@ def pandas_to_cudf(obj: Any, context: Context) -> Any:
 # -- device → host -------------------------------------------------------------------------------
 
 
+def host_values(column: Any) -> Any:
+    """The CuPy array whose bytes are those of the NumPy array ``column.to_pandas()`` holds (as
+    int64 for datetimes and timedeltas), or None when cuDF's own path decides what comes back:
+    ints with nulls become float, bools object, datetimes NaT."""
+    import numpy as np
+
+    dtype = column.dtype
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "biufmM":
+        return None
+    if compat.column_has_nulls(column) and dtype.kind != "f":
+        return None
+    if dtype.kind in "mM":
+        import cupy
+
+        return cupy.asarray(_Typed(column, "<i8"))  # CuPy has no datetime dtype
+    return compat.column_values(column)  # NaN where null, as to_pandas gives
+
+
 def _plan_to_host(column: Any, batch: staging.Batch) -> Finish | None:
     """Queue the bytes of the NumPy array ``column.to_pandas()`` holds on ``batch`` and return what
     gives that array once they have arrived, or None if this column should take cuDF's own path.
@@ -258,18 +288,11 @@ def _plan_to_host(column: Any, batch: staging.Batch) -> Finish | None:
     dtype = column.dtype
     if not isinstance(dtype, np.dtype):
         return arrow_columns.to_host(column, batch)
-    if dtype.kind not in "biufmM":
-        return None
     if not staging.use_pinned(dtype.itemsize * len(column)):
         return None
-    if compat.column_has_nulls(column) and dtype.kind != "f":
-        return None  # ints become float, bools object, datetimes NaT: cuDF's own path decides
-    if dtype.kind in "mM":
-        import cupy
-
-        values = cupy.asarray(_Typed(column, "<i8"))  # CuPy has no datetime dtype
-    else:
-        values = compat.column_values(column)  # NaN where null, as to_pandas gives
+    values = host_values(column)
+    if values is None:
+        return None
     array = batch.host_array(values, temporary=compat.column_has_nulls(column))
     typed = array if array.dtype == dtype else array.view(dtype)
     return lambda: typed

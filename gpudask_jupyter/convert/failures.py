@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import traceback
 from typing import Any
 
 from ..units import format_bytes
@@ -97,3 +98,24 @@ def describe(
             )
         return f"{where}: {kind}: {text}", exclude
     return f"{kind}: {text}", exclude
+
+
+# -- on a worker -----------------------------------------------------------------------------------
+
+
+class PartitionError(Exception):
+    """A partition could not be made on this worker; the message is the cause, for the user.
+
+    The library's own exceptions (and this package's column failures) do not all survive the
+    trip back to the kernel in a pickle; a sentence does.
+    """
+
+
+def failure(err: BaseException, obj: Any) -> PartitionError:
+    """The sentence a partition's failure on this worker becomes (``obj``: what it was making,
+    for its size)."""
+    log.debug("a partition could not be made on this worker", exc_info=err)
+    cause, _ = describe(err, "", obj)
+    # the failed conversion's frames hold its half-built device arrays
+    traceback.clear_frames(err.__traceback__)
+    return PartitionError(cause)

@@ -1,7 +1,12 @@
 """A Dask collection brought back into the kernel as one pandas or NumPy object.
 
-Each partition is first made a host object by the worker that holds it (through that worker's
-pinned pipeline when it is on a GPU). Then:
+- **CUDA IPC** (GPU partitions on workers of this machine whose GPU the kernel sees too): the
+  worker copies the partition's fixed-width columns into one block of its GPU memory and
+  exports it; the kernel copies them from there into the final arrays through its own pinned
+  pipeline (:mod:`.device_blocks`). The CPU touches each byte once, in the kernel.
+
+Otherwise each partition is first made a host object by the worker that holds it (through that
+worker's pinned pipeline when it is on a GPU). Then:
 
 - **shared memory** (workers of this machine): the kernel creates an owner-only segment for each
   partition, the worker writes the partition's fixed-width bytes into it, and the kernel reads
@@ -19,14 +24,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from .. import host_load
+from .. import compat, host_load
+from . import device_blocks, host_memory, persisted, pieces, shared_memory, staging, worker
 from . import layout as layouts
-from . import persisted, pieces, shared_memory, worker
 from .cluster_view import WorkerView, completed, wait_for
 from .layout import Layout
 from .placing import Placer
@@ -34,6 +40,7 @@ from .placing import Placer
 log = logging.getLogger(__name__)
 
 SHARED = "shared memory"
+DIRECT = "CUDA IPC"
 
 
 @dataclass
@@ -45,47 +52,95 @@ class Back:
     holder: str
     host: Any  # future of the host partition on its worker (or the host object, once here)
     shared: bool
+    partition: Any = None  # the partition's own future
+    device: int | None = None  # the kernel's number for its GPU: copied from a packed block
+    handle: bytes = b""
     layout: Layout | None = None
     rest: Any = None
     into: list[Any] = dataclasses.field(default_factory=list)  # where its slots' bytes go
 
     @property
     def route(self) -> str:
+        if self.device is not None:
+            return DIRECT if self.rest is None else f"{DIRECT} + client"
         if not self.shared:
             return "client"
         return SHARED if self.rest is None else f"{SHARED} + client"
 
 
-def _start(collection: Any, placer: Placer, views: Sequence[WorkerView], shm: bool) -> list[Back]:
-    """Compute the partitions where they live and make each a host object on its worker."""
+def _on_gpu(collection: Any) -> bool:
+    meta = compat.dask_meta(collection)
+    return type(meta).__module__.split(".")[0] in {"cudf", "cupy"}
+
+
+def _start(
+    collection: Any, placer: Placer, views: Sequence[WorkerView], shm: bool, direct: bool = True
+) -> list[Back]:
+    """Compute the partitions where they live and start each on its way: packed into a block
+    of its GPU (CUDA IPC, if ``direct``), or made a host object on its worker."""
     client = placer.client
     futures, positions = persisted.partitions(client, collection)
     placer.adopt(futures)
     wait_for(client, futures, {})
     holders = client.who_has(futures)
     by_address = {view.address: view for view in views}
+    devices = device_blocks.kernel_devices() if direct and _on_gpu(collection) else {}
     backs = []
     for i, (future, position) in enumerate(zip(futures, positions, strict=True)):
         holder = holders[future.key][0]
         view = by_address.get(holder)
         package = view is not None and view.package
-        host = placer.submit(worker.to_host, holder, future) if package else future
         shared = package and shm and view is not None and view.local
-        backs.append(Back(i, position, holder, host, shared))
+        back = Back(i, position, holder, future, shared, future)
+        if view is not None and view.local and view.gpu in devices:
+            back.device = devices[str(view.gpu)]
+            back.host = placer.submit(device_blocks.pack, holder, future)
+        elif package:
+            back.host = placer.submit(worker.to_host, holder, future)
+        backs.append(back)
     return backs
 
 
 def _describe(backs: Sequence[Back], placer: Placer) -> None:
-    shared = [b for b in backs if b.shared]
+    direct = [b for b in backs if b.device is not None]
+    told = [placer.submit(device_blocks.unpacked, b.holder, b.host) for b in direct]
+    shared = [b for b in backs if b.shared and b.device is None]
     described = [placer.submit(worker.describe, b.holder, b.host) for b in shared]
-    wait_for(placer.client, described, placer.where)
+    wait_for(placer.client, told + described, placer.where)
+    for back, (layout, rest, handle) in zip(direct, placer.client.gather(told), strict=True):
+        back.layout, back.rest, back.handle = layout, rest, handle
     for back, (layout, rest) in zip(shared, placer.client.gather(described), strict=True):
         back.layout, back.rest = layout, rest
-    others = [b for b in backs if not b.shared]
+    others = [b for b in backs if not b.shared and b.device is None]
     wait_for(placer.client, [b.host for b in others], placer.where)
     for back, host in zip(others, placer.client.gather([b.host for b in others]), strict=True):
         back.host = worker.to_host(host)  # a worker that could not run this package's tasks
         back.layout, _, back.rest = layouts.split(back.host)
+
+
+def _through_devices(backs: Sequence[Back]) -> None:
+    """The packed partitions' bytes from their blocks into their place, one GPU after the
+    other (:class:`.device_blocks.NotOpened` when the kernel cannot map a block)."""
+    import contextlib
+
+    for device in sorted({b.device for b in backs if b.device is not None}):
+        copies: list[staging.Segment] = []
+        with contextlib.ExitStack() as stack:
+            for back in backs:
+                if back.device == device:
+                    assert back.layout is not None
+                    opened = device_blocks.opened(back.handle, device, back.holder)
+                    pointer = stack.enter_context(opened)
+                    copies += device_blocks.segments(back.layout, pointer, back.into)
+            staging.stager().copy(copies, False, device)
+
+
+def _unpacked_on_host(backs: Sequence[Back], placer: Placer) -> None:
+    """Packed partitions the kernel could not open: made host objects by their workers."""
+    for back in backs:
+        if back.device is not None:
+            back.device, back.shared = None, False
+            back.host = placer.submit(worker.to_host, back.holder, back.partition)
 
 
 def _final_layout(backs: Sequence[Back]) -> Layout | None:
@@ -104,7 +159,7 @@ def _final_layout(backs: Sequence[Back]) -> Layout | None:
 
 def _allocate(final: Layout, backs: Sequence[Back]) -> list[Any]:
     """The final slots' arrays; each partition's ``into`` becomes views of its rows there."""
-    arrays = layouts.empty_slots(final)
+    arrays = [host_memory.empty(slot.shape, slot.dtype) for slot in final.slots]
     row = 0
     for back in backs:
         assert back.layout is not None
@@ -130,7 +185,7 @@ def _through_segments(
     backs: Sequence[Back], placer: Placer, segments: shared_memory.Segments, budget: int
 ) -> int:
     """Bring the shared parts' slots into their ``into`` arrays; the number of rounds."""
-    shared = {b.number: b for b in backs if b.shared}
+    shared = {b.number: b for b in backs if b.shared and b.device is None}
     sizes = {n: [s.nbytes for s in b.layout.slots] for n, b in shared.items() if b.layout}
     try:
         plan = pieces.plan(sizes, {n: b.holder for n, b in shared.items()}, budget)
@@ -167,7 +222,7 @@ def _through_client(backs: Sequence[Back], placer: Placer) -> None:
 def _copy_local(backs: Sequence[Back]) -> None:
     """The slots of partitions that came through the client, into their place."""
     for back in backs:
-        if back.shared:
+        if back.shared or back.device is not None:
             continue
         _, arrays, _ = layouts.split(back.host)
         for into, array in zip(back.into, arrays, strict=True):
@@ -184,15 +239,16 @@ def _index(final: Layout, backs: Sequence[Back], arrays: list[Any]) -> Layout:
 
     step = final.index[2]
     expected, consecutive = final.index[1], True
-    parts = []
+    ranges = []
     for back in backs:
         assert back.layout is not None
         _, first, its_step = back.layout.index
-        parts.append(np.arange(first, first + its_step * back.layout.rows, its_step))
+        ranges.append((first, its_step, back.layout.rows))
         consecutive = consecutive and first == expected and its_step == step
         expected = first + its_step * back.layout.rows
-    if consecutive:
+    if consecutive:  # (the values are made only when needed: a GiB for a billion rows)
         return final
+    parts = [np.arange(first, first + s * rows, s) for first, s, rows in ranges]
     arrays.append(np.concatenate(parts) if parts else np.empty(0, np.int64))
     slot = layouts.Slot(arrays[-1].dtype, arrays[-1].shape)
     index = ("slot", len(arrays) - 1, None)
@@ -237,19 +293,35 @@ def gather(
     is_array = not persisted.is_dataframe(collection)
     if is_array and not persisted.row_blocks(collection.chunks):
         log.debug("blocks across columns: through the client")
-        backs = _start(collection, placer, views, shm=False)
+        backs = _start(collection, placer, views, shm=False, direct=False)
         return _concatenated(backs, placer, collection), [(b.holder, "client") for b in backs], 0
+    started = time.perf_counter()
     backs = _start(collection, placer, views, shm=segments is not None)
     _describe(backs, placer)
     final = _final_layout(backs)
     routes = [(b.holder, b.route) for b in backs]
     if final is None:
         log.debug("partitions of different layouts: joined by pandas / NumPy")
+        _unpacked_on_host(backs, placer)
         return _concatenated(backs, placer, collection), [(b.holder, "client") for b in backs], 0
+    described = time.perf_counter()
     arrays = _allocate(final, backs)
+    try:
+        _through_devices(backs)
+    except device_blocks.NotOpened as err:
+        log.warning("the kernel cannot open GPU memory of %s: %s", err.worker, str(err))
+        _unpacked_on_host(backs, placer)
+        return _concatenated(backs, placer, collection), [(b.holder, "client") for b in backs], 0
+    copied = time.perf_counter()
     rounds = 0
-    if segments is not None and any(b.shared for b in backs):
+    if segments is not None and any(b.shared and b.device is None for b in backs):
         rounds = _through_segments(backs, placer, segments, shared_memory.budget())
     _copy_local(backs)
     final = _index(final, backs, arrays)
-    return layouts.join(final, arrays, _rest(final, backs)), routes, rounds
+    host = layouts.join(final, arrays, _rest(final, backs))
+    log.debug(
+        "gathered in %.3f s: partitions described %.3f s, through GPU memory %.3f s, the rest "
+        "and the object %.3f s", time.perf_counter() - started, described - started,
+        copied - described, time.perf_counter() - copied,
+    )  # fmt: skip
+    return host, routes, rounds

@@ -51,6 +51,17 @@ class Placer:
         self._keep(futures, address)
         return futures
 
+    def drop(self, futures: Sequence[Any]) -> None:
+        """Cancel futures made here that are no longer needed (a route given up)."""
+        keys = {future.key for future in futures}
+        self._futures = [f for f in self._futures if f.key not in keys]
+        for key in keys:
+            self.where.pop(key, None)
+        try:
+            self.client.cancel(list(futures), force=True)
+        except Exception:  # the cluster may be gone: its memory went with it
+            log.debug("cancelling %d futures failed", len(futures), exc_info=True)
+
     def adopt(self, futures: Sequence[Any]) -> None:
         """Futures of keys this package did not choose: held while the transfer runs."""
         self._borrowed.extend(futures)

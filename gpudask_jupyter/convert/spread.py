@@ -8,6 +8,12 @@ every worker starts early), and each partition is built by the worker that will 
   into its own memory, or copies them straight to its GPU. When shared memory is small, the
   bytes cross in rounds that fit (:mod:`.pieces`). Columns that are not fixed-width (strings,
   categoricals ...) are scattered by Dask alongside.
+- **CUDA IPC** (GPU workers of this machine whose GPU the kernel sees too, the usual case after
+  ``%gpu_cluster start``): the worker allocates the partition's device memory and exports it;
+  the kernel copies the fixed-width bytes straight into it through its own pinned pipeline
+  (:mod:`.device_blocks`), one pass of the CPU over every byte. Columns that are not
+  fixed-width are scattered alongside. A worker whose memory the kernel cannot open takes the
+  shared-memory route instead.
 - **scatter** (workers elsewhere, or no room): Dask's own transfer of the pandas/NumPy part to
   the worker, converted there.
 
@@ -23,21 +29,23 @@ import itertools
 import logging
 import math
 import os
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import host_load
+from . import device_blocks, pieces, shared_memory, staging, worker
 from . import layout as layouts
-from . import pieces, shared_memory, worker
-from .cluster_view import WorkerView, wait_for
+from .cluster_view import WorkerView, completed, wait_for
 from .placing import Placer
 
 log = logging.getLogger(__name__)
 
 PARTITION_BYTES = 512 * 2**20  # per partition, unless asked otherwise
 SHARED = "shared memory"
+DIRECT = "CUDA IPC"
 
 
 @dataclass
@@ -48,6 +56,7 @@ class Part:
     data: Any  # the kernel's slice; once placed, the partition's future
     route: str = "scatter"
     shared: bool = False  # its fixed-width bytes cross shared memory
+    device: int | None = None  # the kernel's number for its worker's GPU: copied there directly
     layout: layouts.Layout | None = None
     arrays: list[Any] = field(default_factory=list)
     rest: Any = None  # the rest's future once scattered
@@ -100,21 +109,34 @@ def _cut(obj: Any, views: Sequence[WorkerView], npartitions: int | None) -> list
     return [Part(i, views[i % len(views)], (a, b), take[a:b]) for i, (a, b) in enumerate(ranges)]
 
 
-def _choose_routes(parts: list[Part], segments: shared_memory.Segments | None) -> None:
+def _choose_routes(
+    parts: list[Part], segments: shared_memory.Segments | None, devices: dict[str, int]
+) -> None:
+    """Each part's route; ``devices``: the kernel's GPUs by bus id when the parts go to GPUs."""
     for part in parts:
         if not part.owner.local:
             part.route = "scatter: worker elsewhere" if part.owner.package else "scatter"
             continue
-        if segments is None:
+        direct = part.owner.gpu in devices
+        if segments is None and not direct:
             part.route = "scatter: no shared memory here"
             continue
         part.layout, part.arrays, part.rest = layouts.split(part.data)
-        if part.layout.nbytes == 0:  # nothing fixed-width: Dask moves it whole
-            part.route = "scatter: no fixed-width columns"
+        if direct and device_blocks.usable(part.layout):
+            part.device = devices[str(part.owner.gpu)]
+            part.route = DIRECT if part.rest is None else f"{DIRECT} + scatter"
+        elif part.layout.nbytes == 0 or segments is None:  # Dask moves it whole
+            part.route = "scatter: " + (
+                "no fixed-width columns" if segments else "no shared memory here"
+            )
             part.layout, part.arrays, part.rest = None, [], None
-            continue
-        part.shared = True
-        part.route = SHARED if part.rest is None else f"{SHARED} + scatter"
+        else:
+            _to_shared(part)
+
+
+def _to_shared(part: Part) -> None:
+    part.device, part.shared = None, True
+    part.route = SHARED if part.rest is None else f"{SHARED} + scatter"
 
 
 #: the most one writing thread puts into a segment at a time
@@ -227,6 +249,59 @@ class _Builder:
                     worker.finish, part.owner.address, start, part.rest, self.gpu
                 )
 
+    def direct(self, parts: Sequence[Part], shared: bool) -> None:
+        """The parts copied by the kernel into device memory their workers allocated, each as
+        soon as its worker has exported its block, and built by its worker right after. A
+        worker whose memory cannot be opened here (another container, a driver without IPC)
+        has its parts go through shared memory instead (``shared``) or Dask's scatter."""
+        placer = self.placer
+        blocks, handles = {}, {}
+        for part in parts:
+            assert part.layout is not None
+            size = device_blocks.offsets(part.layout)[1]
+            block = placer.submit(device_blocks.allocate, part.owner.address, size)
+            handles[part.number] = placer.submit(device_blocks.exported, part.owner.address, block)
+            blocks[part.number] = block
+        by_key = {handles[p.number].key: p for p in parts}
+        refused: set[str] = set()
+        spent: dict[str, float] = {}
+        for future in completed(placer.client, list(handles.values()), placer.where):
+            part = by_key[future.key]
+            if part.owner.address not in refused:
+                try:
+                    self._fill_block(part, future.result(), spent)
+                except device_blocks.NotOpened as err:
+                    log.warning("the kernel cannot open GPU memory of %s: %s", err.worker, str(err))
+                    refused.add(part.owner.address)
+                else:
+                    args = (blocks[part.number], part.layout, part.rest)
+                    part.data = placer.submit(device_blocks.assemble, part.owner.address, *args)
+                    continue
+            placer.drop([blocks.pop(part.number), future])
+            if shared:
+                _to_shared(part)
+            else:
+                part.route, part.device = "scatter: GPU memory not reachable", None
+                part.layout, part.arrays, part.rest = None, [], None
+        log.debug("into GPU memory: %s", ", ".join(f"{k} {v:.3f} s" for k, v in spent.items()))
+
+    @staticmethod
+    def _fill_block(part: Part, handle: bytes, spent: dict[str, float]) -> None:
+        """Copy the part's slots into its block (``spent``: seconds per step, for the log)."""
+        assert part.layout is not None and part.device is not None
+        sources = [part.source(slot) for slot in range(len(part.layout.slots))]
+        started = time.perf_counter()
+        with device_blocks.opened(handle, part.device, part.owner.address) as pointer:
+            opened = time.perf_counter()
+            copies = device_blocks.segments(part.layout, pointer, sources)
+            staging.stager().copy(copies, True, part.device)
+            copied = time.perf_counter()
+        closed = time.perf_counter()
+        steps = {"open": opened - started, "copy": copied - opened, "close": closed - copied}
+        for step, seconds in steps.items():
+            key = f"{step} GPU {part.device}"
+            spent[key] = spent.get(key, 0.0) + seconds
+
     def scattered(self, parts: Sequence[Part], device: Any) -> None:
         """Dask's own transfer to each part's worker, then ``device`` there (GPU) if given."""
         for part in parts:
@@ -251,6 +326,13 @@ def _shared_plan(parts: Sequence[Part]) -> list[list[pieces.Delivery]] | None:
         return None
 
 
+def _scatter_rests(parts: Sequence[Part], placer: Placer, which: Any) -> None:
+    """Dask's own transfer of the columns that are not fixed-width, to their part's worker."""
+    for part in parts:
+        if which(part) and part.rest is not None and not placer.is_future(part.rest):
+            (part.rest,) = placer.scatter([part.rest], part.owner.address)
+
+
 def place(
     obj: Any,
     placer: Placer,
@@ -261,7 +343,10 @@ def place(
 ) -> tuple[list[Part], int]:
     """Build ``obj``'s partitions on the workers; (the parts, their data now futures; rounds)."""
     parts = _cut(obj, views, npartitions)
-    _choose_routes(parts, segments)
+    _choose_routes(parts, segments, device_blocks.kernel_devices() if gpu else {})
+    builder = _Builder(placer, gpu, segments)
+    _scatter_rests(parts, placer, lambda p: p.device is not None)
+    builder.direct([p for p in parts if p.device is not None], segments is not None)
     plan = _shared_plan(parts)
     if plan is None:
         for part in parts:
@@ -269,19 +354,18 @@ def place(
                 part.route, part.shared = "scatter: shared memory too small", False
                 part.layout, part.arrays, part.rest = None, [], None
         plan = []
-    builder = _Builder(placer, gpu, segments)
-    for part in parts:
-        if part.shared and part.rest is not None:
-            (part.rest,) = placer.scatter([part.rest], part.owner.address)
+    _scatter_rests(parts, placer, lambda p: p.shared)
     if len(plan) == 1:
         builder.one_round(plan[0], parts)
     elif plan:
         builder.rounds(plan, parts)
     log.debug(
-        "%d partitions, %d through shared memory in %d rounds", len(parts),
-        sum(p.shared for p in parts), len(plan),
+        "%d partitions, %d through GPU memory, %d through shared memory in %d rounds",
+        len(parts), sum(p.device is not None for p in parts), sum(p.shared for p in parts),
+        len(plan),
     )  # fmt: skip
-    builder.scattered([p for p in parts if not p.shared], _library(obj, gpu))
+    moved = [p for p in parts if p.shared or p.device is not None]
+    builder.scattered([p for p in parts if p not in moved], _library(obj, gpu))
     wait_for(placer.client, [p.data for p in parts], placer.where)
     return parts, len(plan)
 

@@ -17,13 +17,13 @@ writes its partitions' bytes into segments the kernel created for it.
 from __future__ import annotations
 
 import logging
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import layout as layouts
 from . import shared_memory
+from .failures import failure
 from .layout import Layout
 from .pieces import Piece
 
@@ -32,23 +32,21 @@ log = logging.getLogger(__name__)
 
 def probe(path: str, token: str) -> dict[str, Any]:
     """Whether this worker shares the kernel's machine (it can read the kernel's owner-only
-    token file), and why it could not hold GPU partitions (None: it can)."""
+    token file), why it could not hold GPU partitions (None: it can), and its GPU's bus id."""
     from .availability import reason
+    from .device_blocks import bus_id
 
     try:
         with open(path, "rb") as file:
             local = file.read() == token.encode()
     except OSError:
         local = False
-    return {"local": local, "frames": reason("cudf", "dask_cudf"), "arrays": reason()}
-
-
-class PartitionError(Exception):
-    """A partition could not be made on this worker; the message is the cause, for the user.
-
-    The library's own exceptions (and this package's column failures) do not all survive the
-    trip back to the kernel in a pickle; a sentence does.
-    """
+    return {
+        "local": local,
+        "frames": reason("cudf", "dask_cudf"),
+        "arrays": reason(),
+        "gpu": bus_id() if local else None,
+    }
 
 
 def to_device(obj: Any) -> Any:
@@ -56,7 +54,6 @@ def to_device(obj: Any) -> Any:
     import numpy as np
 
     from .converter import Context
-    from .failures import describe
 
     try:
         if isinstance(obj, np.ndarray):
@@ -67,12 +64,8 @@ def to_device(obj: Any) -> Any:
 
         return pandas_to_cudf(obj, Context())
     except Exception as err:
-        log.debug("a partition could not go to this worker's GPU", exc_info=True)
-        cause, _ = describe(err, "", obj)
-        # the failed conversion's frames hold its half-built device arrays
-        traceback.clear_frames(err.__traceback__)
-        failure = PartitionError(cause)
-    raise failure  # outside the except block: the library's error is not kept as its context
+        error = failure(err, obj)
+    raise error  # outside the except block: the library's error is not kept as its context
 
 
 @dataclass

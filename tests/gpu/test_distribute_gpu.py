@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from gpudask_jupyter import config
-from gpudask_jupyter.convert import shared_memory, to_cpu, to_gpu
+from gpudask_jupyter.convert import device_blocks, shared_memory, to_cpu, to_gpu
 from gpudask_jupyter.convert.distribute import distribute_names, gather_names
 from gpudask_jupyter.errors import ConversionError
 
@@ -94,16 +94,19 @@ def _held(client: Any) -> int:
     return sum(len(k) for k in client.has_what().values())
 
 
-def test_frame_spreads_over_every_gpu_through_shared_memory(client) -> None:
+@pytest.mark.parametrize("route", ["CUDA IPC", "shared memory"])
+def test_frame_spreads_over_every_gpu(client, route, monkeypatch) -> None:
     import dask_cudf
     from distributed import futures_of
 
+    if route == "shared memory":  # the kernel sees none of the workers' GPUs
+        monkeypatch.setattr(device_blocks, "kernel_devices", dict)
     df = _frame(256 * MiB)
     ns = {"df": df}
     report, unavailable = distribute_names(ns, ["df"], npartitions=4)
     assert unavailable == []
     assert report.moved[0].label == "pandas → Dask DataFrame (cuDF)"
-    assert report.moved[0].path == "shared memory"
+    assert report.moved[0].path == route
     ddf = ns["df"]
     assert isinstance(ddf, dask_cudf.DataFrame)
     futures = futures_of(ddf)
@@ -118,8 +121,118 @@ def test_frame_spreads_over_every_gpu_through_shared_memory(client) -> None:
     got = ddf.groupby("key").x.mean().compute().to_pandas().sort_index()
     pd.testing.assert_series_equal(got, df.groupby("key").x.mean(), check_exact=False)
     back, _ = gather_names(ns, ["df"])
-    assert back.moved[0].path == "shared memory"
+    assert back.moved[0].path == route
     pd.testing.assert_frame_equal(ns["df"], df)
+
+
+def _every_kind(rows: int) -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    x = rng.random(rows)
+    x[::7] = np.nan
+    when = pd.Series(pd.date_range("2024-01-01", periods=rows, freq="min"))
+    when[::11] = pd.NaT
+    text = pd.Series([f"é{i % 13}" if i % 5 else None for i in range(rows)], dtype="str")
+    return pd.DataFrame(
+        {
+            "i": np.arange(rows, dtype=np.int64),
+            "x": x,
+            "f": rng.random(rows).astype(np.float32),
+            "b": np.arange(rows) % 3 == 0,
+            "u": (np.arange(rows) % 251).astype(np.uint8),
+            "when": when,
+            "dt": pd.to_timedelta(np.arange(rows), unit="ms").astype("timedelta64[ms]"),
+            "text": text,
+            "cat": pd.Categorical(np.arange(rows) % 4, categories=[0, 1, 2, 3, 9]),
+        },
+        index=pd.Index(np.arange(rows) * 3, name="id"),
+    )
+
+
+def _partitions(collection: Any) -> list[Any]:
+    return [collection.get_partition(i).compute() for i in range(collection.npartitions)]
+
+
+@pytest.mark.parametrize("shape", ["frame", "series", "range index"])
+def test_every_partition_equals_cudf_from_pandas_through_ipc(client, shape) -> None:
+    import cudf
+
+    df = _every_kind(200_000)
+    obj: Any = {
+        "frame": df,
+        "series": df["when"].rename("w"),
+        "range index": df.reset_index(drop=True)[["x", "when", "i"]],
+    }[shape]
+    obj.attrs = {"source": "test"}
+    ns = {"obj": obj}
+    report, _ = distribute_names(ns, ["obj"], npartitions=5)
+    assert report.moved[0].path.startswith("CUDA IPC"), report.moved[0].path
+    start = 0
+    for part in _partitions(ns["obj"]):
+        expected = cudf.from_pandas(obj.iloc[start : start + len(part)])
+        start += len(part)
+        if shape == "series":
+            cudf.testing.assert_series_equal(part, expected)
+        else:
+            cudf.testing.assert_frame_equal(part, expected)
+    assert start == len(obj)
+    back, _ = gather_names(ns, ["obj"])
+    assert back.moved[0].path.startswith("CUDA IPC"), back.moved[0].path
+    if shape == "series":
+        pd.testing.assert_series_equal(ns["obj"], obj)
+    else:
+        pd.testing.assert_frame_equal(ns["obj"], obj)
+
+
+def test_arrays_of_each_dtype_through_ipc(client) -> None:
+    import cupy
+
+    for arr in [
+        np.random.default_rng(6).random((1_000_000, 3)).astype(np.float32),
+        np.arange(3_000_001, dtype=np.int16),
+        np.asfortranarray(np.random.default_rng(7).random((500_000, 4))),
+    ]:
+        ns = {"arr": arr}
+        report, _ = distribute_names(ns, ["arr"], npartitions=3)
+        assert report.moved[0].path == "CUDA IPC"
+        parts = [ns["arr"].blocks[i].compute() for i in range(ns["arr"].numblocks[0])]
+        assert all(isinstance(p, cupy.ndarray) for p in parts)
+        np.testing.assert_array_equal(cupy.concatenate(parts).get(), arr)
+        back, _ = gather_names(ns, ["arr"])
+        assert back.moved[0].path == "CUDA IPC"
+        np.testing.assert_array_equal(ns["arr"], arr)
+
+
+def test_memory_the_kernel_cannot_open_goes_through_shared_memory(client, monkeypatch) -> None:
+    def refuse(handle: bytes, device: int, worker: str) -> Any:
+        raise device_blocks.NotOpened(worker, RuntimeError("cudaErrorMapBufferObjectFailed"))
+
+    before = _free(client)
+    monkeypatch.setattr(device_blocks, "opened", refuse)
+    df = _frame(128 * MiB)
+    ns = {"df": df}
+    report, _ = distribute_names(ns, ["df"])
+    assert report.moved[0].path == "shared memory"
+    pd.testing.assert_frame_equal(ns["df"].compute().to_pandas(), df)
+    ddf = ns["df"]
+    back, _ = gather_names(ns, ["df"])  # the blocks packed for the kernel are not opened either
+    assert back.moved[0].path == "client"
+    pd.testing.assert_frame_equal(ns["df"], df)
+    del ns, ddf
+    assert _held(client) == 0
+    after = _free(client)
+    for worker, free in before.items():  # the blocks given up were freed
+        assert after[worker] >= free - 64 * MiB, (worker, free, after[worker])
+
+
+def test_gather_of_a_collection_dask_made_through_ipc(client) -> None:
+    import dask.dataframe as dd
+
+    df = _every_kind(300_000).reset_index()
+    ddf = dd.from_pandas(df, npartitions=6).to_backend("cudf").persist()
+    ns = {"ddf": ddf}
+    back, _ = gather_names(ns, ["ddf"])
+    assert back.moved[0].path.startswith("CUDA IPC"), back.moved[0].path
+    pd.testing.assert_frame_equal(ns["ddf"], ddf.compute().to_pandas())
 
 
 def test_array_becomes_cupy_backed_and_comes_back(client) -> None:
@@ -132,7 +245,8 @@ def test_array_becomes_cupy_backed_and_comes_back(client) -> None:
     np.testing.assert_array_equal(to_cpu(darr, gather=True), arr)
 
 
-def test_small_shared_memory_on_gpus(client) -> None:
+def test_small_shared_memory_on_gpus(client, monkeypatch) -> None:
+    monkeypatch.setattr(device_blocks, "kernel_devices", dict)
     config.set_override("distribute-shm-limit", "8MiB")
     df = _frame(96 * MiB).assign(s=lambda f: f.key.astype(str))
     ns = {"df": df}
