@@ -132,6 +132,13 @@ OPTIONS: dict[str, Option] = {
             "once; larger data crosses in rounds. 0: three quarters of what is free there.",
         ),
         Option(
+            "distribute-cuda-ipc",
+            True,
+            _bool,
+            "Whether `--distribute` / `--gather` copy straight into and out of the GPU memory of "
+            "workers on this machine (CUDA IPC); off: through shared memory.",
+        ),
+        Option(
             "transfer-threshold",
             "16MiB",
             parse_bytes,

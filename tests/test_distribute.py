@@ -143,6 +143,12 @@ def test_array_and_series(client) -> None:
     series = _frame()["x"].rename("named")
     dseries = to_gpu(series, distribute=True, client=client)
     pd.testing.assert_series_equal(dseries.compute(), series)
+    named = _frame(20_000).rename_axis("row")  # a RangeIndex with a name keeps it both ways
+    dnamed = to_gpu(named, distribute=True, client=client, npartitions=3)
+    assert dnamed.get_partition(1).compute().index.name == "row"
+    back = to_cpu(dnamed, gather=True, client=client)
+    assert isinstance(back.index, pd.RangeIndex)
+    pd.testing.assert_frame_equal(back, named)
 
 
 def test_columns_that_are_not_fixed_width_travel_alongside(client) -> None:

@@ -51,18 +51,45 @@ def test_this_process_own_work_is_not_counted() -> None:
 
 
 def test_fewer_threads_while_busy_never_below_two(monkeypatch) -> None:
-    monkeypatch.setattr(host_load, "usable_cores", lambda: 16)
+    monkeypatch.setattr(host_load, "_affinity", lambda: 16)
+    monkeypatch.setattr(host_load, "quota_cores", lambda: None)
     for others, expected in [(0.3, 14), (8.2, 8), (15.0, 2), (40.0, 2)]:
         monkeypatch.setattr(host_load._load, "others", lambda o=others: o)
         assert host_load.copy_threads(14) == expected
-    monkeypatch.setattr(host_load._load, "others", lambda: None)  # not known yet: all of them
+    monkeypatch.setattr(host_load._load, "others", lambda: None)  # not known: all of them
     assert host_load.copy_threads(14) == 14
 
 
-def test_a_question_too_soon_repeats_the_last_answer() -> None:
+def test_a_container_cpu_limit_caps_the_threads(monkeypatch, tmp_path) -> None:
+    root = tmp_path / "cgroup"
+    group = root / "kubepods" / "pod1"
+    group.mkdir(parents=True)
+    (root / "kubepods" / "cpu.max").write_text("600000 100000\n")
+    (group / "cpu.max").write_text("250000 100000\n")
+    (root / "cpu.max").write_text("max 100000\n")
+    membership = tmp_path / "cgroup-of-self"
+    membership.write_text("0::/kubepods/pod1\n")
+    assert host_load.quota_cores(root, str(membership)) == 2.5
+    (group / "cpu.max").write_text("max 100000\n")
+    assert host_load.quota_cores(root, str(membership)) == 6.0
+    membership.write_text("12:cpu,cpuacct:/kubepods/pod1\n")  # cgroup v1 only: not read
+    assert host_load.quota_cores(root, str(membership)) is None
+    monkeypatch.setattr(host_load, "_affinity", lambda: 64)
+    monkeypatch.setattr(host_load, "quota_cores", lambda: 2.5)
+    assert host_load.usable_cores() == 3
+    assert host_load.default_threads() == 2
+    # other pods keep 40 of the node's 64 cores busy: the limit, not the node, decides
+    monkeypatch.setattr(host_load._load, "others", lambda: 40.0)
+    assert host_load.free_cores() == 3
+
+
+def test_the_load_is_measured_between_transfers() -> None:
     load = host_load.Load()
-    assert load.others() is None  # nothing to compare with yet
+    first = load.others()  # no transfer yet: the processes running at this instant
+    assert first is not None and first >= 0
+    load.transfer_done()
     time.sleep(host_load.MIN_WINDOW + 0.05)
-    first = load.others()
-    assert first is not None
-    assert load.others() == first  # within MIN_WINDOW: the same answer
+    windowed = load.others()
+    assert windowed is not None and windowed < host_load.usable_cores() + 1
+    load.transfer_done()
+    assert load.others() == windowed  # back to back: the last measure stands

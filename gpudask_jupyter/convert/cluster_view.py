@@ -52,7 +52,7 @@ class WorkerView:
     local: bool  # on this machine, and can open the kernel's shared memory
     package: bool  # can run this package's tasks (see :mod:`.worker`)
     no_gpu: Mapping[str, str | None]  # "frames" / "arrays" → why no GPU partitions (None: can)
-    gpu: str | None = None  # a local worker's GPU, by PCI bus id
+    gpu: str | None = None  # a local worker's GPU (:func:`.device_blocks.identity`)
 
 
 class Failed(Exception):

@@ -11,8 +11,10 @@ CPU touches the bytes, and only once.
 The block lives as the value of a Dask future on its worker: releasing the future, or cancelling
 it when the transfer fails, frees the device memory, like any other partition.
 
-Used on both sides: :func:`allocate`, :func:`exported` and :func:`assemble` run in a worker;
-:func:`kernel_devices`, :func:`opened` and :func:`segments` in the kernel.
+The handle travels only over the cluster's own connection (TLS by default) between the kernel
+and that worker. Used on both sides: :func:`allocate`, :func:`exported` and :func:`assemble` run
+in a worker; :func:`kernel_devices`, :func:`opened` and :func:`segments` in the kernel.
+:mod:`.device_packing` is the way back (``--gather``).
 """
 
 from __future__ import annotations
@@ -52,9 +54,19 @@ def usable(layout: Layout) -> bool:
     return all(device_kind(slot.dtype) for slot in layout.slots)
 
 
-def bus_id() -> str | None:
-    """This worker's GPU as its PCI bus id, or None without one. The kernel matches its own
-    devices by it: a dask-cuda worker's ``CUDA_VISIBLE_DEVICES`` numbers the GPUs differently."""
+def identity(device: int) -> str:
+    """A GPU as both the kernel and a worker name it: its PCI bus id and UUID (a MIG instance has
+    a UUID of its own, and its parent's bus id). A dask-cuda worker's ``CUDA_VISIBLE_DEVICES``
+    numbers the GPUs differently from the kernel, so numbers cannot be compared."""
+    import cupy
+
+    bus = str(cupy.cuda.Device(device).pci_bus_id).upper()
+    uuid = cupy.cuda.runtime.getDeviceProperties(device).get("uuid")
+    return f"{bus}/{bytes(uuid).hex()}" if uuid else bus
+
+
+def worker_gpu() -> str | None:
+    """This worker's GPU (:func:`identity`), or None without one."""
     from .availability import reason
 
     if reason() is not None:
@@ -62,9 +74,9 @@ def bus_id() -> str | None:
     import cupy
 
     try:
-        return str(cupy.cuda.Device().pci_bus_id).upper()
-    except Exception:  # a driver without the call: this route is simply not offered
-        log.debug("the GPU's PCI bus id is unknown", exc_info=True)
+        return identity(int(cupy.cuda.runtime.getDevice()))
+    except Exception:  # a driver without the calls: this route is simply not offered
+        log.debug("this worker's GPU cannot be identified", exc_info=True)
         return None
 
 
@@ -101,23 +113,41 @@ class _Size:
         self.nbytes = nbytes
 
 
-def allocate(nbytes: int) -> Block:
-    """Task: a block of ``nbytes`` on this worker's GPU."""
+class Unavailable:
+    """Why a worker offers no block (the value of its task in place of one): the kernel then
+    sends that worker's partitions another way, where a memory pool or plain copies may fit."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+def unavailable(err: BaseException, nbytes: int) -> Unavailable:
     from .failures import failure
 
+    return Unavailable(str(failure(err, _Size(nbytes))))
+
+
+def allocate(nbytes: int) -> Block | Unavailable:
+    """Task: a block of ``nbytes`` on this worker's GPU (outside any pool, so that it can be
+    exported whole; a pool that holds most of the GPU leaves too little: :class:`Unavailable`)."""
     try:
         return Block(nbytes)
     except Exception as err:
-        error = failure(err, _Size(nbytes))
-    raise error
+        return unavailable(err, nbytes)
 
 
-def exported(block: Block) -> bytes:
-    """Task: the block's IPC handle, for the kernel to open."""
+def exported(block: Block | Unavailable) -> bytes | str:
+    """Task: the block's IPC handle for the kernel to open, or why there is none."""
+    if isinstance(block, Unavailable):
+        return block.why
     import cupy
 
-    with cupy.cuda.Device(block.device):
-        return bytes(cupy.cuda.runtime.ipcGetMemHandle(block.memory.ptr))
+    try:
+        with cupy.cuda.Device(block.device):
+            return bytes(cupy.cuda.runtime.ipcGetMemHandle(block.memory.ptr))
+    except Exception as err:  # no CUDA IPC here (some virtual machines, Tegra)
+        log.debug("exporting a block failed", exc_info=True)
+        return f"its GPU memory cannot be shared ({err})"
 
 
 def assemble(block: Block, layout: Layout, rest: Any) -> Any:
@@ -169,8 +199,8 @@ def _index(layout: Layout, devs: list[Any], moved: Any, null: bool | None) -> An
 
     kind = layout.index[0]
     if kind == "range":
-        _, start, step = layout.index
-        return cudf.RangeIndex(start, start + step * layout.rows, step)
+        _, start, step, name = layout.index
+        return cudf.RangeIndex(start, start + step * layout.rows, step, name=name)
     if kind == "slot":
         _, slot, name = layout.index
         column = column_from_device(layout.slots[slot].dtype, devs[slot], null)
@@ -178,111 +208,23 @@ def _index(layout: Layout, devs: list[Any], moved: Any, null: bool | None) -> An
     return moved.index
 
 
-# -- back to the kernel (``--gather``) -------------------------------------------------------------
-
-
-class Packed:
-    """A GPU partition's fixed-width bytes copied into a block of its worker, with the layout
-    the kernel stacks them by and the rest (on the host) that Dask brings back."""
-
-    def __init__(self, block: Block, layout: Layout, rest: Any) -> None:
-        self.block, self.layout, self.rest = block, layout, rest
-
-    def __reduce__(self) -> Any:
-        raise TypeError("a partition's device block cannot leave its worker")
-
-
-def pack(part: Any) -> Packed:
-    """Task: the cuDF / CuPy partition's fixed-width bytes in a fresh block, laid out as
-    :func:`.layout.split` lays out the pandas / NumPy object ``.to_pandas()`` / ``.get()`` would
-    give (so the kernel stacks them with partitions that came another way)."""
-    import cupy
-    import numpy as np
-
-    from .failures import failure
-
-    try:
-        if isinstance(part, cupy.ndarray):
-            values = cupy.ascontiguousarray(part)
-            layout = Layout("array", len(values), (Slot(np.dtype(values.dtype), values.shape),))
-            devs, rest = [values], None
-        else:
-            layout, devs, rest = _split_on_device(part)
-        where, size = offsets(layout)
-        with cupy.cuda.Device(devs[0].device.id if devs else None):
-            block = Block(size)
-            for offset, slot, dev in zip(where, layout.slots, devs, strict=True):
-                block.view(offset, slot)[...] = dev
-        return Packed(block, layout, rest)
-    except Exception as err:
-        error = failure(err, part)
-    raise error
-
-
-def unpacked(packed: Packed) -> tuple[Layout, Any, bytes]:
-    """Task: what the kernel needs to bring a packed partition back: layout, rest, handle."""
-    return packed.layout, packed.rest, exported(packed.block)
-
-
-def _split_on_device(part: Any) -> tuple[Layout, list[Any], Any]:
-    """(layout, the slots' CuPy arrays, the rest as pandas) of a cuDF frame or series."""
-    import cudf
-    import numpy as np
-    import pandas as pd
-
-    from .converter import Context
-    from .dataframes import cudf_to_pandas, host_values
-
-    frame = part.to_frame() if isinstance(part, cudf.Series) else part
-    slots: list[Slot] = []
-    devs: list[Any] = []
-    columns: list[int | None] = []
-    for _, column in compat.frame_columns(frame):
-        values = host_values(column)
-        columns.append(None if values is None else len(slots))
-        if values is not None:
-            slots.append(Slot(np.dtype(column.dtype), (len(column),)))
-            devs.append(values)
-    index: tuple[Any, ...] = ("rest",)
-    if isinstance(frame.index, cudf.RangeIndex):
-        index = ("range", frame.index.start, frame.index.step)
-    elif type(frame.index) is cudf.Index:
-        values = host_values(compat.column_of(frame.index))
-        if values is not None:
-            slots.append(Slot(np.dtype(frame.index.dtype), (len(frame),)))
-            devs.append(values)
-            index = ("slot", len(slots) - 1, frame.index.name)
-    others = [position for position, slot in enumerate(columns) if slot is None]
-    rest = None
-    if others or index[0] == "rest":
-        rest = cudf_to_pandas(frame.iloc[:, others], Context())
-        rest.columns = pd.RangeIndex(len(others))
-        if index[0] != "rest":
-            rest.index = pd.RangeIndex(len(frame))
-    series = isinstance(part, cudf.Series)
-    labels = part.name if series else compat.frame_labels(part)
-    kind = "series" if series else "frame"
-    layout = Layout(kind, len(frame), tuple(slots), tuple(columns), index, labels, dict(part.attrs))
-    return layout, devs, rest
-
-
 # -- in the kernel -------------------------------------------------------------------------------
 
 
 def kernel_devices() -> dict[str, int]:
-    """The kernel's own GPUs by PCI bus id (empty without CUDA)."""
+    """The kernel's own GPUs by :func:`identity` (empty without CUDA, or when the route is
+    switched off with the ``distribute-cuda-ipc`` option)."""
+    from .. import config
     from .availability import device_count, reason
 
-    if reason() is not None:
+    if reason() is not None or not config.get("distribute-cuda-ipc"):
         return {}
-    import cupy
-
     found = {}
     for number in range(device_count()):
         try:
-            found[str(cupy.cuda.Device(number).pci_bus_id).upper()] = number
+            found[identity(number)] = number
         except Exception:
-            log.debug("GPU %d's PCI bus id is unknown", number, exc_info=True)
+            log.debug("GPU %d cannot be identified", number, exc_info=True)
     return found
 
 
@@ -302,18 +244,23 @@ def opened(handle: bytes, device: int, worker: str) -> Iterator[int]:
     import cupy
 
     runtime = cupy.cuda.runtime
+    pointer = None
     try:
-        with cupy.cuda.Device(device):
-            flags = runtime.cudaIpcMemLazyEnablePeerAccess
-            pointer = int(runtime.ipcOpenMemHandle(handle, flags))
-    except Exception as err:  # cupy's CUDARuntimeError
-        log.debug("opening a block of %s failed", worker, exc_info=True)
-        raise NotOpened(worker, err) from err
-    try:
+        try:
+            with cupy.cuda.Device(device):
+                flags = runtime.cudaIpcMemLazyEnablePeerAccess
+                pointer = int(runtime.ipcOpenMemHandle(handle, flags))
+        except Exception as err:  # cupy's CUDARuntimeError
+            log.debug("opening a block of %s failed", worker, exc_info=True)
+            raise NotOpened(worker, err) from err
         yield pointer
     finally:
-        with cupy.cuda.Device(device):
-            runtime.ipcCloseMemHandle(pointer)
+        if pointer is not None:
+            try:
+                with cupy.cuda.Device(device):
+                    runtime.ipcCloseMemHandle(pointer)
+            except Exception:  # the error on its way out says more
+                log.warning("closing a block of %s failed", worker, exc_info=True)
 
 
 def segments(layout: Layout, pointer: int, sources: list[Any]) -> list[Segment]:

@@ -31,7 +31,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import compat, host_load
-from . import device_blocks, host_memory, persisted, pieces, shared_memory, staging, worker
+from . import (
+    device_blocks,
+    device_packing,
+    host_memory,
+    persisted,
+    pieces,
+    shared_memory,
+    staging,
+    worker,
+)
 from . import layout as layouts
 from .cluster_view import WorkerView, completed, wait_for
 from .layout import Layout
@@ -94,7 +103,7 @@ def _start(
         back = Back(i, position, holder, future, shared, future)
         if view is not None and view.local and view.gpu in devices:
             back.device = devices[str(view.gpu)]
-            back.host = placer.submit(device_blocks.pack, holder, future)
+            back.host = placer.submit(device_packing.pack, holder, future)
         elif package:
             back.host = placer.submit(worker.to_host, holder, future)
         backs.append(back)
@@ -103,12 +112,21 @@ def _start(
 
 def _describe(backs: Sequence[Back], placer: Placer) -> None:
     direct = [b for b in backs if b.device is not None]
-    told = [placer.submit(device_blocks.unpacked, b.holder, b.host) for b in direct]
+    told = [placer.submit(device_packing.unpacked, b.holder, b.host) for b in direct]
+    wait_for(placer.client, told, placer.where)
+    answers = placer.client.gather(told)
+    placer.drop(told)
+    for back, answer in zip(direct, answers, strict=True):
+        if isinstance(answer, str):
+            log.info(
+                "partition %d of %s comes back the usual way: %s", back.number, back.holder, answer
+            )
+            _unpacked_on_host([back], placer)
+        else:
+            back.layout, back.rest, back.handle = answer
     shared = [b for b in backs if b.shared and b.device is None]
     described = [placer.submit(worker.describe, b.holder, b.host) for b in shared]
-    wait_for(placer.client, told + described, placer.where)
-    for back, (layout, rest, handle) in zip(direct, placer.client.gather(told), strict=True):
-        back.layout, back.rest, back.handle = layout, rest, handle
+    wait_for(placer.client, described, placer.where)
     for back, (layout, rest) in zip(shared, placer.client.gather(described), strict=True):
         back.layout, back.rest = layout, rest
     others = [b for b in backs if not b.shared and b.device is None]
@@ -118,27 +136,58 @@ def _describe(backs: Sequence[Back], placer: Placer) -> None:
         back.layout, _, back.rest = layouts.split(back.host)
 
 
-def _through_devices(backs: Sequence[Back]) -> None:
+def _through_devices(backs: Sequence[Back], placer: Placer) -> list[Back]:
     """The packed partitions' bytes from their blocks into their place, one GPU after the
-    other (:class:`.device_blocks.NotOpened` when the kernel cannot map a block)."""
+    other; the blocks are released as soon as they are copied. Returns the partitions of
+    workers whose blocks the kernel could not open."""
     import contextlib
 
+    refused: set[str] = set()
+    failed: list[Back] = []
     for device in sorted({b.device for b in backs if b.device is not None}):
         copies: list[staging.Segment] = []
         with contextlib.ExitStack() as stack:
-            for back in backs:
-                if back.device == device:
-                    assert back.layout is not None
+            for back in (b for b in backs if b.device == device):
+                assert back.layout is not None
+                try:
+                    if back.holder in refused:
+                        raise device_blocks.NotOpened(back.holder, RuntimeError("refused"))
                     opened = device_blocks.opened(back.handle, device, back.holder)
                     pointer = stack.enter_context(opened)
-                    copies += device_blocks.segments(back.layout, pointer, back.into)
+                except device_blocks.NotOpened as err:
+                    if back.holder not in refused:
+                        log.warning(
+                            "the kernel cannot open GPU memory of %s: %s", err.worker, str(err)
+                        )
+                    refused.add(back.holder)
+                    failed.append(back)
+                    continue
+                copies += device_blocks.segments(back.layout, pointer, back.into)
             staging.stager().copy(copies, False, device)
+    placer.drop([b.host for b in backs if b.device is not None and b not in failed])
+    return failed
+
+
+def _rerouted(failed: Sequence[Back], placer: Placer) -> bool:
+    """Partitions whose blocks could not be opened, made host objects by their workers and put
+    in their place by :func:`_copy_local`; False when they do not fit the layout after all."""
+    _unpacked_on_host(failed, placer)
+    _through_client(failed, placer)
+    for back in failed:
+        assert back.layout is not None
+        layout, _, rest = layouts.split(back.host)
+        if not (layout.same_shape(back.layout) and layout.rows == back.layout.rows):
+            return False
+        back.rest = rest
+    return True
 
 
 def _unpacked_on_host(backs: Sequence[Back], placer: Placer) -> None:
-    """Packed partitions the kernel could not open: made host objects by their workers."""
+    """Packed partitions that will not be copied from their blocks: made host objects by their
+    workers instead (their blocks released)."""
     for back in backs:
         if back.device is not None:
+            placer.drop([back.host])
             back.device, back.shared = None, False
             back.host = placer.submit(worker.to_host, back.holder, back.partition)
 
@@ -242,7 +291,7 @@ def _index(final: Layout, backs: Sequence[Back], arrays: list[Any]) -> Layout:
     ranges = []
     for back in backs:
         assert back.layout is not None
-        _, first, its_step = back.layout.index
+        _, first, its_step, _ = back.layout.index
         ranges.append((first, its_step, back.layout.rows))
         consecutive = consecutive and first == expected and its_step == step
         expected = first + its_step * back.layout.rows
@@ -251,7 +300,7 @@ def _index(final: Layout, backs: Sequence[Back], arrays: list[Any]) -> Layout:
     parts = [np.arange(first, first + s * rows, s) for first, s, rows in ranges]
     arrays.append(np.concatenate(parts) if parts else np.empty(0, np.int64))
     slot = layouts.Slot(arrays[-1].dtype, arrays[-1].shape)
-    index = ("slot", len(arrays) - 1, None)
+    index = ("slot", len(arrays) - 1, final.index[3])
     return dataclasses.replace(final, slots=(*final.slots, slot), index=index)
 
 
@@ -299,19 +348,18 @@ def gather(
     backs = _start(collection, placer, views, shm=segments is not None)
     _describe(backs, placer)
     final = _final_layout(backs)
-    routes = [(b.holder, b.route) for b in backs]
     if final is None:
         log.debug("partitions of different layouts: joined by pandas / NumPy")
         _unpacked_on_host(backs, placer)
         return _concatenated(backs, placer, collection), [(b.holder, "client") for b in backs], 0
     described = time.perf_counter()
     arrays = _allocate(final, backs)
-    try:
-        _through_devices(backs)
-    except device_blocks.NotOpened as err:
-        log.warning("the kernel cannot open GPU memory of %s: %s", err.worker, str(err))
+    failed = _through_devices(backs, placer)
+    if failed and not _rerouted(failed, placer):
+        log.debug("partitions rerouted do not stack with the others: joined by pandas / NumPy")
         _unpacked_on_host(backs, placer)
         return _concatenated(backs, placer, collection), [(b.holder, "client") for b in backs], 0
+    routes = [(b.holder, b.route) for b in backs]
     copied = time.perf_counter()
     rounds = 0
     if segments is not None and any(b.shared and b.device is None for b in backs):

@@ -34,7 +34,7 @@ class Slot:
 @dataclass(frozen=True)
 class Layout:
     """How one partition is split. ``columns[i]`` is the slot of column ``i``, None when the
-    column is in the rest; ``index`` is ``("range", start, step)``, ``("slot", n, name)`` or
+    column is in the rest; ``index`` is ``("range", start, step, name)``, ``("slot", n, name)`` or
     ``("rest",)``; ``labels`` are a frame's column labels or a series' name."""
 
     kind: str  # "frame", "series" or "array"
@@ -72,7 +72,7 @@ def _index_layout(index: Any, slots: list[Slot], arrays: list[Any]) -> tuple[Any
     import pandas as pd
 
     if type(index) is pd.RangeIndex:
-        return ("range", index.start, index.step)
+        return ("range", index.start, index.step, index.name)
     if index.nlevels == 1 and is_fixed(index.dtype) and getattr(index, "tz", None) is None:
         values = index.to_numpy(copy=False)
         slots.append(Slot(values.dtype, values.shape))
@@ -131,8 +131,8 @@ def _index(layout: Layout, arrays: list[Any], rest: Any) -> Any:
 
     kind = layout.index[0]
     if kind == "range":
-        _, start, step = layout.index
-        return pd.RangeIndex(start, start + step * layout.rows, step)
+        _, start, step, name = layout.index
+        return pd.RangeIndex(start, start + step * layout.rows, step, name=name)
     if kind == "slot":
         _, slot, name = layout.index
         return pd.Index(arrays[slot], name=name, copy=False)

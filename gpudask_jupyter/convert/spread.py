@@ -266,10 +266,17 @@ class _Builder:
         refused: set[str] = set()
         spent: dict[str, float] = {}
         for future in completed(placer.client, list(handles.values()), placer.where):
-            part = by_key[future.key]
-            if part.owner.address not in refused:
+            part, handle = by_key[future.key], future.result()
+            if isinstance(handle, str):  # the worker could not allocate or export its block
+                log.info(
+                    "partition %d goes to %s another way: %s",
+                    part.number,
+                    part.owner.address,
+                    handle,
+                )
+            elif part.owner.address not in refused:
                 try:
-                    self._fill_block(part, future.result(), spent)
+                    self._fill_block(part, handle, spent)
                 except device_blocks.NotOpened as err:
                     log.warning("the kernel cannot open GPU memory of %s: %s", err.worker, str(err))
                     refused.add(part.owner.address)
@@ -281,8 +288,8 @@ class _Builder:
             if shared:
                 _to_shared(part)
             else:
-                part.route, part.device = "scatter: GPU memory not reachable", None
-                part.layout, part.arrays, part.rest = None, [], None
+                part.route, part.device = "scatter: no CUDA IPC", None
+                _whole(part, placer)
         log.debug("into GPU memory: %s", ", ".join(f"{k} {v:.3f} s" for k, v in spent.items()))
 
     @staticmethod
@@ -326,6 +333,13 @@ def _shared_plan(parts: Sequence[Part]) -> list[list[pieces.Delivery]] | None:
         return None
 
 
+def _whole(part: Part, placer: Placer) -> None:
+    """The part goes whole through Dask's scatter: its split and any rest already sent dropped."""
+    if placer.is_future(part.rest):
+        placer.drop([part.rest])
+    part.layout, part.arrays, part.rest = None, [], None
+
+
 def _scatter_rests(parts: Sequence[Part], placer: Placer, which: Any) -> None:
     """Dask's own transfer of the columns that are not fixed-width, to their part's worker."""
     for part in parts:
@@ -352,7 +366,7 @@ def place(
         for part in parts:
             if part.shared:
                 part.route, part.shared = "scatter: shared memory too small", False
-                part.layout, part.arrays, part.rest = None, [], None
+                _whole(part, placer)
         plan = []
     _scatter_rests(parts, placer, lambda p: p.shared)
     if len(plan) == 1:

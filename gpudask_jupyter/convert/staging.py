@@ -217,6 +217,8 @@ class PinnedStager:
                 pieces.cancel()
                 _wait_through_interrupts(futures)
                 raise
+            if self.adapts:
+                host_load.transfer_done()
             for future in futures:
                 future.result()
 

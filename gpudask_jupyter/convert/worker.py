@@ -34,7 +34,7 @@ def probe(path: str, token: str) -> dict[str, Any]:
     """Whether this worker shares the kernel's machine (it can read the kernel's owner-only
     token file), why it could not hold GPU partitions (None: it can), and its GPU's bus id."""
     from .availability import reason
-    from .device_blocks import bus_id
+    from .device_blocks import worker_gpu
 
     try:
         with open(path, "rb") as file:
@@ -45,7 +45,7 @@ def probe(path: str, token: str) -> dict[str, Any]:
         "local": local,
         "frames": reason("cudf", "dask_cudf"),
         "arrays": reason(),
-        "gpu": bus_id() if local else None,
+        "gpu": worker_gpu() if local else None,
     }
 
 

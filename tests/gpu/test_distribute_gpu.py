@@ -42,6 +42,7 @@ def client() -> Iterator[Any]:
 def clean() -> Iterator[None]:
     yield
     config.set_override("distribute-shm-limit", None)
+    config.set_override("distribute-cuda-ipc", None)
     mine = f"{shared_memory.PREFIX}{os.getpid()}-"
     assert [n for n in shared_memory.ours() if n.startswith(mine)] == []
 
@@ -99,8 +100,8 @@ def test_frame_spreads_over_every_gpu(client, route, monkeypatch) -> None:
     import dask_cudf
     from distributed import futures_of
 
-    if route == "shared memory":  # the kernel sees none of the workers' GPUs
-        monkeypatch.setattr(device_blocks, "kernel_devices", dict)
+    if route == "shared memory":  # the CUDA IPC route switched off
+        config.set_override("distribute-cuda-ipc", False)
     df = _frame(256 * MiB)
     ns = {"df": df}
     report, unavailable = distribute_names(ns, ["df"], npartitions=4)
@@ -290,3 +291,22 @@ def test_out_of_gpu_memory_on_one_worker_releases_everything(client) -> None:
     after = _free(client)
     for worker, free in before.items():  # every GPU has its memory back (± pinned pools)
         assert after[worker] >= free - 64 * MiB, (worker, free, after[worker])
+
+
+def test_a_block_that_cannot_be_made_or_opened_says_why() -> None:
+    import cupy
+
+    from gpudask_jupyter.convert import device_packing
+
+    refused = device_blocks.allocate(2**60)  # more than any GPU has
+    assert isinstance(refused, device_blocks.Unavailable)
+    assert "out of GPU memory" in refused.why
+    assert device_blocks.exported(refused) == refused.why
+    packed = device_packing.pack(cupy.arange(1000, dtype=cupy.float32))
+    assert isinstance(packed, device_packing.Packed)
+    layout, rest, handle = device_packing.unpacked(packed)
+    assert layout.kind == "array" and rest is None and isinstance(handle, bytes)
+    # this process exported it: CUDA refuses to open it here, which the kernel takes as "not
+    # this way" for that worker
+    with pytest.raises(device_blocks.NotOpened), device_blocks.opened(handle, 0, "itself"):
+        pass
