@@ -143,8 +143,8 @@ def hover_task(page: Any, scope: str, containing: str = "") -> str:
     tooltip = page.locator(f"{scope} .gpudask-tooltip").first
     for lane in range(lanes):
         y = box["y"] + row * (lane + 0.5)
-        for i in range(int(box["width"] // 2)):
-            page.mouse.move(box["x"] + 2 * i, y)
+        for x in range(int(box["width"])):  # every pixel: a short task is drawn 1 px wide
+            page.mouse.move(box["x"] + x, y)
             if tooltip.is_visible():
                 text = str(tooltip.inner_text())
                 if containing in text:
