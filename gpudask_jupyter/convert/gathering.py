@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from .. import compat, host_load
+from .. import host_load
 from . import (
     device_blocks,
     device_packing,
@@ -43,6 +43,7 @@ from . import (
 )
 from . import layout as layouts
 from .cluster_view import WorkerView, completed, wait_for
+from .dask_collections import on_gpu
 from .layout import Layout
 from .placing import Placer
 
@@ -77,11 +78,6 @@ class Back:
         return SHARED if self.rest is None else f"{SHARED} + client"
 
 
-def _on_gpu(collection: Any) -> bool:
-    meta = compat.dask_meta(collection)
-    return type(meta).__module__.split(".")[0] in {"cudf", "cupy"}
-
-
 def _start(
     collection: Any, placer: Placer, views: Sequence[WorkerView], shm: bool, direct: bool = True
 ) -> list[Back]:
@@ -93,7 +89,7 @@ def _start(
     wait_for(client, futures, {})
     holders = client.who_has(futures)
     by_address = {view.address: view for view in views}
-    devices = device_blocks.kernel_devices() if direct and _on_gpu(collection) else {}
+    devices = device_blocks.kernel_devices() if direct and on_gpu(collection) else {}
     backs = []
     for i, (future, position) in enumerate(zip(futures, positions, strict=True)):
         holder = holders[future.key][0]
@@ -149,16 +145,14 @@ def _through_devices(backs: Sequence[Back], placer: Placer) -> list[Back]:
         with contextlib.ExitStack() as stack:
             for back in (b for b in backs if b.device == device):
                 assert back.layout is not None
+                if back.holder in refused:
+                    failed.append(back)
+                    continue
                 try:
-                    if back.holder in refused:
-                        raise device_blocks.NotOpened(back.holder, RuntimeError("refused"))
                     opened = device_blocks.opened(back.handle, device, back.holder)
                     pointer = stack.enter_context(opened)
                 except device_blocks.NotOpened as err:
-                    if back.holder not in refused:
-                        log.warning(
-                            "the kernel cannot open GPU memory of %s: %s", err.worker, str(err)
-                        )
+                    log.warning("the kernel cannot open GPU memory of %s: %s", err.worker, str(err))
                     refused.add(back.holder)
                     failed.append(back)
                     continue

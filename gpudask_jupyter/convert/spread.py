@@ -30,7 +30,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,7 +112,8 @@ def _cut(obj: Any, views: Sequence[WorkerView], npartitions: int | None) -> list
 def _choose_routes(
     parts: list[Part], segments: shared_memory.Segments | None, devices: dict[str, int]
 ) -> None:
-    """Each part's route; ``devices``: the kernel's GPUs by bus id when the parts go to GPUs."""
+    """Each part's route; ``devices``: the kernel's GPUs (:func:`.device_blocks.identity` →
+    number) when the parts go to GPUs."""
     for part in parts:
         if not part.owner.local:
             part.route = "scatter: worker elsewhere" if part.owner.package else "scatter"
@@ -340,7 +341,7 @@ def _whole(part: Part, placer: Placer) -> None:
     part.layout, part.arrays, part.rest = None, [], None
 
 
-def _scatter_rests(parts: Sequence[Part], placer: Placer, which: Any) -> None:
+def _scatter_rests(parts: Sequence[Part], placer: Placer, which: Callable[[Part], bool]) -> None:
     """Dask's own transfer of the columns that are not fixed-width, to their part's worker."""
     for part in parts:
         if which(part) and part.rest is not None and not placer.is_future(part.rest):
@@ -378,8 +379,8 @@ def place(
         len(parts), sum(p.device is not None for p in parts), sum(p.shared for p in parts),
         len(plan),
     )  # fmt: skip
-    moved = [p for p in parts if p.shared or p.device is not None]
-    builder.scattered([p for p in parts if p not in moved], _library(obj, gpu))
+    whole = [p for p in parts if not p.shared and p.device is None]
+    builder.scattered(whole, _library(obj, gpu))
     wait_for(placer.client, [p.data for p in parts], placer.where)
     return parts, len(plan)
 

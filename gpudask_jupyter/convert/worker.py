@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 
 def probe(path: str, token: str) -> dict[str, Any]:
     """Whether this worker shares the kernel's machine (it can read the kernel's owner-only
-    token file), why it could not hold GPU partitions (None: it can), and its GPU's bus id."""
+    token file), why it could not hold GPU partitions (None: it can), and which GPU it has
+    (:func:`.device_blocks.identity`)."""
     from .availability import reason
     from .device_blocks import worker_gpu
 
