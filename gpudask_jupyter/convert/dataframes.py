@@ -118,15 +118,25 @@ def device_kind(dtype: Any) -> bool:
 
 def column_from_device(dtype: Any, dev: Any, null: bool | None) -> Any:
     """The cuDF column ``cudf.from_pandas`` makes of a column of ``dtype`` whose bytes are the
-    CuPy array ``dev`` (int64 for datetimes and timedeltas, whose NaT becomes null)."""
+    CuPy array ``dev`` (int64 for datetimes and timedeltas, whose NaT becomes null).
+
+    NaN and NaT become nulls, which takes a scan of the column; cuDF's own scans allocate a
+    mask as large as the column and free it again (about 4 of the 60 ms a 2 GiB frame took to
+    cross). One reduction first says whether there is anything to find at all: a float sum is
+    NaN only if a value is NaN (or both infinities occur; then cuDF's own scan decides), and NaT
+    is the smallest int64, so a minimum equal to it means a NaT is there.
+    """
+    import cupy
     import numpy as np
 
     if dtype.kind not in "mM":
+        if dtype.kind == "f" and null is not False and dev.size and not cupy.isnan(dev.sum()):
+            null = False  # no NaN: nothing for cuDF's scan to turn into nulls
         return compat.as_column(dev, null)
     column = compat.column_from_device(_Typed(dev, dtype.str))
-    valid = dev != np.iinfo(np.int64).min  # NaT, which cuDF keeps as null
-    if not bool(valid.all()):
-        column = compat.with_validity(column, valid)
+    nat = np.iinfo(np.int64).min  # NaT, which cuDF keeps as null
+    if dev.size and int(dev.min()) == nat:
+        column = compat.with_validity(column, dev != nat)
     return column
 
 
