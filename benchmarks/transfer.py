@@ -204,7 +204,8 @@ def describe_host(busy_count: int) -> None:
         f"{busy_count} busy process{'es' * (busy_count != 1)} beside the benchmark"
     )
     print(
-        f"defaults: {host_load.default_threads()} copy threads, pinned buffer "
+        f"defaults: {host_load.default_threads(to_device=True)} copy threads host→device, "
+        f"{host_load.default_threads(to_device=False)} device→host, pinned buffer "
         f"{config.get('pinned-buffer') // 2**20} MiB, threshold "
         f"{config.get('transfer-threshold') // 2**20} MiB; destinations: "
         f"{host_memory.policy.pages} pages, fault-ahead {host_memory.policy.prefault}"

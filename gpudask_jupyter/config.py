@@ -149,9 +149,9 @@ OPTIONS: dict[str, Option] = {
             "transfer-threads",
             0,
             _positive_int,
-            "Host threads that fill and drain the pinned buffers; 0 picks all but two of the "
-            "cores the kernel may use (2 to 16), and fewer while other processes keep those "
-            "cores busy.",
+            "Host threads that fill and drain the pinned buffers; 0 picks, of the cores the "
+            "kernel may use, all but two host→device and all of them device→host (2 to 16), "
+            "and fewer while other processes keep those cores busy.",
         ),
         _clamped_seconds(
             "refresh-interval",

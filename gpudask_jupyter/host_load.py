@@ -80,11 +80,14 @@ def usable_cores() -> int:
     return cores
 
 
-def default_threads() -> int:
-    """Copy threads on an idle host: all but two of the cores this process may run on, 2 to 16.
-    memcpy is the bottleneck, and a transfer is short, so it may take the machine while it
-    lasts."""
-    return max(2, min(16, usable_cores() - 2))
+def default_threads(to_device: bool = True) -> int:
+    """Copy threads on an idle host, 2 to 16: all but two of the cores this process may run on
+    host→device, all of them device→host. memcpy is the bottleneck, and a transfer is short, so
+    it may take the machine while it lasts. Device→host each thread also faults its destination
+    in, work in the kernel that gains from every core: on 16 idle cores of an H200 host, 16
+    threads brought 2 GiB back at 30.4 GB/s against 26.1 with 14, while host→device 14 threads
+    (46.1 GB/s) beat 16 (43.6)."""
+    return max(2, min(16, usable_cores() - (2 if to_device else 0)))
 
 
 @dataclass(frozen=True)
@@ -185,10 +188,10 @@ def free_cores() -> int | None:
     return max(0, min(usable_cores(), _affinity() - round(others)))
 
 
-def copy_threads(most: int | None = None) -> int:
-    """Threads for the next copy: ``most`` (:func:`default_threads`), or fewer (never below 2)
-    on a busy host."""
-    most = default_threads() if most is None else most
+def copy_threads(most: int | None = None, to_device: bool = True) -> int:
+    """Threads for the next copy, at most ``most`` (a pool's size): :func:`default_threads` for
+    the direction on an idle host, fewer (never below 2) on a busy one."""
+    most = min(most or 16, default_threads(to_device))
     free = free_cores()
     if free is None:
         return most

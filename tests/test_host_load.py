@@ -60,6 +60,22 @@ def test_fewer_threads_while_busy_never_below_two(monkeypatch) -> None:
     assert host_load.copy_threads(14) == 14
 
 
+def test_device_to_host_takes_every_core_and_host_to_device_leaves_two(monkeypatch) -> None:
+    monkeypatch.setattr(host_load, "quota_cores", lambda: None)
+    monkeypatch.setattr(host_load._load, "others", lambda: 0.0)
+    for cores, up, down in [(16, 14, 16), (64, 16, 16), (4, 2, 4), (1, 2, 2)]:
+        monkeypatch.setattr(host_load, "_affinity", lambda c=cores: c)
+        assert host_load.default_threads(to_device=True) == up
+        assert host_load.default_threads(to_device=False) == down
+        # a pool of 16 threads: each direction uses its own share of it, a smaller pool caps it
+        assert host_load.copy_threads(16, to_device=True) == up
+        assert host_load.copy_threads(16, to_device=False) == down
+        assert host_load.copy_threads(3, to_device=False) == min(3, down)
+    monkeypatch.setattr(host_load._load, "others", lambda: 8.2)
+    monkeypatch.setattr(host_load, "_affinity", lambda: 16)
+    assert host_load.copy_threads(16, to_device=False) == 8  # busy: the free cores, either way
+
+
 def test_a_container_cpu_limit_caps_the_threads(monkeypatch, tmp_path) -> None:
     root = tmp_path / "cgroup"
     group = root / "kubepods" / "pod1"

@@ -464,7 +464,7 @@ def test_a_busy_host_gets_fewer_copy_threads_and_the_same_bytes() -> None:
 
     asked: list[int] = []
 
-    def two_free(most: int) -> int:
+    def two_free(most: int, to_device: bool) -> int:
         asked.append(most)
         return 2
 

@@ -112,12 +112,12 @@ class PinnedStager:
         threads: int,
         backend: Backend | None = None,
         prefault: Callable[[int, int], None] = host_memory.prefault,
-        threads_now: Callable[[int], int] | None = None,
+        threads_now: Callable[[int, bool], int] | None = None,
     ) -> None:
         self.threads = max(1, threads)
         self._prefault = prefault  # (address, size): fault a device→host destination in
         # how many of the threads the next transfer uses (all, unless given)
-        self._threads_now = threads_now or (lambda most: most)
+        self._threads_now = threads_now or (lambda most, to_device: most)
         self.adapts = threads_now is not None
         self.last_threads = 0  # how many the last transfer used (the benchmark reports it)
         self.depth, self.chunk = layout(capacity, self.threads)
@@ -206,7 +206,7 @@ class PinnedStager:
             self._backend.synchronize(device)
             pieces = _Pieces(segments, self.chunk)
             futures: list[Future[None]] = []
-            active = max(1, min(self.threads, self._threads_now(self.threads)))
+            active = max(1, min(self.threads, self._threads_now(self.threads, to_device)))
             self.last_threads = active
             try:
                 for t in range(min(active, pieces.count)):
@@ -248,7 +248,7 @@ def stager() -> PinnedStager:
     global _stager
     capacity = int(config.get("pinned-buffer"))
     asked = int(config.get("transfer-threads"))
-    threads = asked or host_load.default_threads()
+    threads = asked or host_load.default_threads(to_device=False)  # the direction using most
     with _stager_lock:
         if _stager is not None and (
             not _stager.matches(capacity, threads) or _stager.adapts != (not asked)
