@@ -86,6 +86,11 @@ class _Crossing:
         return len(self._pending) - 1
 
     def build(self) -> list[Any]:
+        """The columns, the pinned ones once the whole batch has crossed. Building each as soon
+        as its own bytes had landed, while later ones still copied, was measured slower (a
+        2 GiB frame at 68% of the rate of its copy alone, against 88% when built after it),
+        likely because cuDF frees device memory as it builds and a ``cudaFree`` waits for the
+        whole device, copies included."""
         built: list[Any] = [None] * len(self._pending)
         with self.batch.running():
             for i, (label, source, finish, own_path) in enumerate(self._pending):
