@@ -80,14 +80,15 @@ def usable_cores() -> int:
     return cores
 
 
-def default_threads(to_device: bool = True) -> int:
+def default_threads(to_device: bool = True, cores: int | None = None) -> int:
     """Copy threads on an idle host, 2 to 16: all but two of the cores this process may run on
-    host→device, all of them device→host. memcpy is the bottleneck, and a transfer is short, so
-    it may take the machine while it lasts. Device→host each thread also faults its destination
-    in, work in the kernel that gains from every core: on 16 idle cores of an H200 host, 16
-    threads brought 2 GiB back at 30.4 GB/s against 26.1 with 14, while host→device 14 threads
-    (46.1 GB/s) beat 16 (43.6)."""
-    return max(2, min(16, usable_cores() - (2 if to_device else 0)))
+    (``cores``, :func:`usable_cores` unless given) host→device, all of them device→host. memcpy
+    is the bottleneck, and a transfer is short, so it may take the machine while it lasts.
+    Device→host each thread also faults its destination in, work in the kernel that gains from
+    every core: on 16 idle cores of an H200 host, 16 threads brought 2 GiB back at 30.4 GB/s
+    against 26.1 with 14, while host→device 14 threads (46.1 GB/s) beat 16 (43.6)."""
+    cores = usable_cores() if cores is None else cores
+    return max(2, min(16, cores - (2 if to_device else 0)))
 
 
 @dataclass(frozen=True)
@@ -179,20 +180,24 @@ def transfer_done() -> None:
     _load.transfer_done()
 
 
-def free_cores() -> int | None:
-    """Usable cores other processes leave free, or None where that is not known. (Under a
-    container's CPU limit, what others do on the cores outside it does not take from it.)"""
+def free_cores(cores: int | None = None) -> int | None:
+    """Usable cores (``cores``, :func:`usable_cores` unless given) other processes leave free,
+    or None where that is not known. (Under a container's CPU limit, what others do on the cores
+    outside it does not take from it.)"""
     others = _load.others()
     if others is None:
         return None
-    return max(0, min(usable_cores(), _affinity() - round(others)))
+    cores = usable_cores() if cores is None else cores
+    return max(0, min(cores, _affinity() - round(others)))
 
 
 def copy_threads(most: int | None = None, to_device: bool = True) -> int:
     """Threads for the next copy, at most ``most`` (a pool's size): :func:`default_threads` for
     the direction on an idle host, fewer (never below 2) on a busy one."""
-    most = min(most or 16, default_threads(to_device))
-    free = free_cores()
+    cores = usable_cores()  # read once: a container's limit takes a walk up its cgroups
+    threads = default_threads(to_device, cores)
+    most = threads if most is None else min(most, threads)
+    free = free_cores(cores)
     if free is None:
         return most
     threads = max(2, min(most, free))
