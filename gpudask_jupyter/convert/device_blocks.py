@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import compat
-from .layout import Layout, Slot
+from .layout import Layout, Slot, make_index
 from .staging import Segment
 
 log = logging.getLogger(__name__)
@@ -197,15 +197,11 @@ def _index(layout: Layout, devs: list[Any], moved: Any, null: bool | None) -> An
 
     from .dataframes import column_from_device
 
-    kind = layout.index[0]
-    if kind == "range":
-        _, start, step, name = layout.index
-        return cudf.RangeIndex(start, start + step * layout.rows, step, name=name)
-    if kind == "slot":
-        _, slot, name = layout.index
+    def from_slot(slot: int, name: Any) -> Any:
         column = column_from_device(layout.slots[slot].dtype, devs[slot], null)
         return compat.index_from_column(column, name)
-    return moved.index
+
+    return make_index(layout, moved, cudf.RangeIndex, from_slot)
 
 
 # -- in the kernel -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ Used on both sides: the kernel splits, a worker joins (``--distribute``), and th
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,16 +127,22 @@ def split(obj: Any) -> tuple[Layout, list[Any], Any]:
     return layout, arrays, rest
 
 
-def _index(layout: Layout, arrays: list[Any], rest: Any) -> Any:
-    import pandas as pd
-
+def make_index(
+    layout: Layout,
+    rest: Any,
+    ranged: Callable[..., Any],
+    from_slot: Callable[[int, Any], Any],
+) -> Any:
+    """The partition's index from ``layout.index``, in the library of the caller:
+    ``ranged(start, stop, step, name=)`` (a ``RangeIndex`` class), ``from_slot(slot, name)``,
+    or the index of the ``rest`` (pandas here, cuDF on a worker's GPU)."""
     kind = layout.index[0]
     if kind == "range":
         _, start, step, name = layout.index
-        return pd.RangeIndex(start, start + step * layout.rows, step, name=name)
+        return ranged(start, start + step * layout.rows, step, name=name)
     if kind == "slot":
         _, slot, name = layout.index
-        return pd.Index(arrays[slot], name=name, copy=False)
+        return from_slot(slot, name)
     return rest.index
 
 
@@ -145,7 +152,11 @@ def join(layout: Layout, arrays: list[Any], rest: Any) -> Any:
 
     if layout.kind == "array":
         return arrays[0] if layout.slots else rest
-    index = _index(layout, arrays, rest)
+
+    def from_slot(slot: int, name: Any) -> Any:
+        return pd.Index(arrays[slot], name=name, copy=False)
+
+    index = make_index(layout, rest, pd.RangeIndex, from_slot)
     data: dict[int, Any] = {}
     taken = 0
     for position, slot in enumerate(layout.columns):
