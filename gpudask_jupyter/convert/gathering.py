@@ -22,6 +22,7 @@ instead.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -61,7 +62,7 @@ class Back:
     position: tuple[int, ...]
     holder: str
     host: Any  # future of the host partition on its worker (or the host object, once here)
-    shared: bool
+    shared: bool  # its fixed-width bytes cross shared memory
     partition: Any = None  # the partition's own future
     device: int | None = None  # the kernel's number for its GPU: copied from a packed block
     handle: bytes = b""
@@ -98,7 +99,7 @@ def _start(
         shared = package and shm and view is not None and view.local
         back = Back(i, position, holder, future, shared, future)
         if view is not None and view.local and view.gpu in devices:
-            back.device = devices[str(view.gpu)]
+            back.device, back.shared = devices[str(view.gpu)], False
             back.host = placer.submit(device_packing.pack, holder, future)
         elif package:
             back.host = placer.submit(worker.to_host, holder, future)
@@ -120,7 +121,7 @@ def _describe(backs: Sequence[Back], placer: Placer) -> None:
             _unpacked_on_host([back], placer)
         else:
             back.layout, back.rest, back.handle = answer
-    shared = [b for b in backs if b.shared and b.device is None]
+    shared = [b for b in backs if b.shared]
     described = [placer.submit(worker.describe, b.holder, b.host) for b in shared]
     wait_for(placer.client, described, placer.where)
     for back, (layout, rest) in zip(shared, placer.client.gather(described), strict=True):
@@ -136,8 +137,6 @@ def _through_devices(backs: Sequence[Back], placer: Placer) -> list[Back]:
     """The packed partitions' bytes from their blocks into their place, one GPU after the
     other; the blocks are released as soon as they are copied. Returns the partitions of
     workers whose blocks the kernel could not open."""
-    import contextlib
-
     refused: set[str] = set()
     failed: list[Back] = []
     for device in sorted({b.device for b in backs if b.device is not None}):
@@ -182,7 +181,7 @@ def _unpacked_on_host(backs: Sequence[Back], placer: Placer) -> None:
     for back in backs:
         if back.device is not None:
             placer.drop([back.host])
-            back.device, back.shared = None, False
+            back.device = None
             back.host = placer.submit(worker.to_host, back.holder, back.partition)
 
 
@@ -228,7 +227,7 @@ def _through_segments(
     backs: Sequence[Back], placer: Placer, segments: shared_memory.Segments, budget: int
 ) -> int:
     """Bring the shared parts' slots into their ``into`` arrays; the number of rounds."""
-    shared = {b.number: b for b in backs if b.shared and b.device is None}
+    shared = {b.number: b for b in backs if b.shared}
     sizes = {n: [s.nbytes for s in b.layout.slots] for n, b in shared.items() if b.layout}
     try:
         plan = pieces.plan(sizes, {n: b.holder for n, b in shared.items()}, budget)
@@ -356,7 +355,7 @@ def gather(
     routes = [(b.holder, b.route) for b in backs]
     copied = time.perf_counter()
     rounds = 0
-    if segments is not None and any(b.shared and b.device is None for b in backs):
+    if segments is not None and any(b.shared for b in backs):
         rounds = _through_segments(backs, placer, segments, shared_memory.budget())
     _copy_local(backs)
     final = _index(final, backs, arrays)
