@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,32 +126,48 @@ def wait_drawn(page: Any, scope: str, gpu_lines: int = 0, timeout: int = 60_000)
     return view_data(page, scope)
 
 
-def hover_task(page: Any, scope: str, containing: str = "") -> str:
+def hover_task(page: Any, scope: str, containing: str = "", within: float = 0) -> str:
     """Move the pointer along the task stream's lanes until a tooltip shows (one that contains
-    ``containing``, when given); its text."""
+    ``containing``, when given); its text. With ``within`` seconds, sweep again until then: a
+    view polled every second may not have drawn the task yet."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return hover_point(page, scope, containing)[0]
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise
+
+
+def hover_point(
+    page: Any, scope: str, containing: str = "", lanes: Iterable[int] | None = None
+) -> tuple[str, float, float]:
+    """Like :func:`hover_task` (over ``lanes`` only, when given); the tooltip's text and the
+    pointer's position where it showed."""
     over = page.locator(f"{scope} .gpudask-stream .u-over").first
     over.scroll_into_view_if_needed()
     box = over.bounding_box()
     assert box, "the task stream is not on screen"
-    lanes = max(
-        1,
-        int(
-            page.evaluate(
-                "scope => document.querySelector(scope + ' .gpudask-view').dataset.lanes", scope
-            )
-        ),
-    )
-    row = box["height"] / lanes
+    count = lane_count(page, scope)
+    row = box["height"] / count
     tooltip = page.locator(f"{scope} .gpudask-tooltip").first
-    for lane in range(lanes):
+    for lane in range(count) if lanes is None else lanes:
         y = box["y"] + row * (lane + 0.5)
         for x in range(int(box["width"])):  # every pixel: a short task is drawn 1 px wide
             page.mouse.move(box["x"] + x, y)
             if tooltip.is_visible():
                 text = str(tooltip.inner_text())
                 if containing in text:
-                    return text
+                    return text, box["x"] + x, y
     raise AssertionError(f"no tooltip over the task stream with {containing!r}")
+
+
+def lane_count(page: Any, scope: str) -> int:
+    """The task stream's lanes under ``scope`` (at least 1, as the chart draws them)."""
+    lanes = page.evaluate(
+        "scope => document.querySelector(scope + ' .gpudask-view').dataset.lanes", scope
+    )
+    return max(1, int(lanes))
 
 
 AXE = Path(__file__).parents[2] / "labextension" / "node_modules" / "axe-core" / "axe.min.js"

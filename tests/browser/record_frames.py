@@ -63,6 +63,7 @@ def record(seconds_after: float = 2.0) -> list[dict[str, Any]]:
     from distributed import Client, LocalCluster
 
     from gpudask_jupyter.monitor import Monitor, Source
+    from gpudask_jupyter.monitor.callers import ClientCaller
 
     cluster = LocalCluster(
         n_workers=2, threads_per_worker=2, processes=True, dashboard_address=":0"
@@ -70,8 +71,7 @@ def record(seconds_after: float = 2.0) -> list[dict[str, Any]]:
     client = Client(cluster)
     source = Source(
         token=cluster,
-        client=lambda: client,
-        owns_client=False,
+        caller=lambda: ClientCaller(client),
         mode="cpu",
         address=cluster.scheduler_address,
         dashboard=client.dashboard_link,

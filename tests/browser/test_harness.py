@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import open_page
 from harness import serve
-from lab_support import ARTIFACTS, axe_violations, hover_task, wait_drawn
+from lab_support import ARTIFACTS, axe_violations, hover_point, hover_task, lane_count, wait_drawn
 from replay import load
 
 pytestmark = pytest.mark.timeout(300)
@@ -40,6 +40,39 @@ def test_without_jupyter_styles(harness: str, browser: Any, theme: str, width: i
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"harness-{theme}-{width}.png"), full_page=True)
     assert page.errors == []
+    page.context.close()
+
+
+def test_the_tooltip_names_the_task_under_the_pointer_after_the_page_moved(
+    harness: str, browser: Any
+) -> None:
+    """Text above the chart that grows (a message, a status line wrapping) moves the chart
+    under a still pointer; the next move must name the task now under it, not the one that was."""
+    page = open_page(browser, 920, 1400)
+    page.goto(f"{harness}?width=900")
+    wait_drawn(page, "#host")
+    page.locator("#host .gpudask-pause").click()  # hold the window still
+    page.locator("#host .gpudask-messages").filter(has_text="Paused").wait_for()
+    lanes = lane_count(page, "#host")
+    assert lanes >= 2, lanes
+    before, x, y = hover_point(page, "#host", lanes=[lanes - 1])
+    row = page.locator("#host .gpudask-stream .u-over").bounding_box()["height"] / lanes
+    page.evaluate(
+        """row => {
+            const spacer = document.createElement('div');
+            spacer.style.height = row + 'px';
+            document.getElementById('host').prepend(spacer);
+        }""",
+        row,
+    )
+    tooltip = page.locator("#host .gpudask-tooltip").first
+    page.mouse.move(x + 1, y)  # still over the chart, now over the lane above
+    moved = tooltip.inner_text() if tooltip.is_visible() else ""
+    page.mouse.move(0, 0)
+    page.mouse.move(x + 1, y)  # entering afresh: what the chart says there
+    fresh = tooltip.inner_text() if tooltip.is_visible() else ""
+    assert moved == fresh, (before, moved, fresh)
+    assert moved != before
     page.context.close()
 
 

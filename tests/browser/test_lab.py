@@ -113,7 +113,7 @@ def test_panel_and_sidebar_draw_a_real_cluster(lab: Lab, page: Any) -> None:
     shot(page, "sidebar")
 
     # a task key full of markup shows as text, and nothing runs
-    tooltip = hover_task(page, SIDEBAR, containing="onerror=alert")
+    tooltip = hover_task(page, SIDEBAR, containing="onerror=alert", within=20)
     assert XSS_KEY in tooltip
     assert page.locator(f"{SIDEBAR} .gpudask-view img").count() == 0
     assert page.locator(f"{PANEL} .gpudask-view img").count() == 0

@@ -155,6 +155,19 @@ export function attachWheel(u: uPlot, parts: ChartParts): void {
   );
 }
 
+/**
+ * Measure the plot's place on the page before each pointer move. uPlot measures it when the
+ * pointer enters and on scroll or resize only; text above a chart that grows or wraps (a message,
+ * the window's description) moves the chart under a still pointer, and the cursor, the tooltip
+ * and the task it names would then be read for the place the chart left.
+ */
+export function trackPlace(u: uPlot, parts: ChartParts): void {
+  u.root.addEventListener('mousemove', () => u.syncRect(), {
+    capture: true, // before uPlot's own listener on the plot reads the place
+    signal: parts.signal
+  });
+}
+
 /** The chart's size in CSS px for a container `width` wide (never below 100). */
 export function chartWidth(width: number): number {
   return Math.max(100, Math.floor(width));

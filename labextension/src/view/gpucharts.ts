@@ -5,7 +5,15 @@
  * at the pointer (at the latest sample when the pointer is elsewhere), synced across the charts.
  */
 import uPlot from 'uplot';
-import { ChartParts, attachWheel, baseOptions, boxHook, selectHook, yAxis } from './charts';
+import {
+  ChartParts,
+  attachWheel,
+  baseOptions,
+  boxHook,
+  selectHook,
+  trackPlace,
+  yAxis
+} from './charts';
 import { el, setText } from './dom';
 import { DeviceInfo, FIELD } from './frame';
 import { formatBytes, formatClock, formatPercent } from './format';
@@ -255,6 +263,7 @@ export class GpuCharts {
       plotHost
     );
     attachWheel(plot, this.parts);
+    trackPlace(plot, this.parts);
     return { plot, readout: readoutNode };
   }
 

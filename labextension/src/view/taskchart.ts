@@ -12,6 +12,7 @@ import {
   baseOptions,
   boxHook,
   selectHook,
+  trackPlace,
   yAxis
 } from './charts';
 import { ERROR_OUTLINE, fillOf } from './colors';
@@ -131,6 +132,7 @@ export class TaskChart {
       this.plotHost
     );
     attachWheel(plot, this.parts);
+    trackPlace(plot, this.parts);
     plot.over.addEventListener('mouseenter', () => (this.pointerInside = true), {
       signal: this.parts.signal
     });
