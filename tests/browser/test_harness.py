@@ -4,6 +4,7 @@ light and a dark page, it fits 250 px without sideways scrolling, and its toolti
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,27 @@ def test_the_tooltip_names_the_task_under_the_pointer_after_the_page_moved(
     fresh = tooltip.inner_text() if tooltip.is_visible() else ""
     assert moved == fresh, (before, moved, fresh)
     assert moved != before
+    page.context.close()
+
+
+def test_the_charts_stay_put_while_the_window_follows(harness: str, browser: Any) -> None:
+    """At 250 px the text above the task stream wraps (the window's description, whose times
+    change every second, and the GPU readouts, whose length changes with the samples). The task
+    stream may move down once, when a longer text first shows, but never back up and down."""
+    page = open_page(browser, 270, 1400)
+    page.goto(f"{harness}?width=250")
+    wait_drawn(page, "#host")
+    text = page.locator("#host .gpudask-window-text")
+    assert text.inner_text().startswith("Following the work"), text.inner_text()
+    seen: list[tuple[float, str]] = []
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline:
+        box = page.locator("#host .gpudask-stream").bounding_box()
+        seen.append((box["y"], text.inner_text()))
+        page.wait_for_timeout(100)
+    highest = [max(y for y, _ in seen[: i + 1]) for i in range(len(seen))]
+    back_up = [(y, t) for (y, t), top in zip(seen, highest, strict=True) if y < top - 1]
+    assert not back_up, seen  # fractions of a pixel: glyphs of other heights
     page.context.close()
 
 

@@ -26,6 +26,25 @@ export function setText(node: Node, text: string): void {
 }
 
 /**
+ * Set `text` and let `node` grow but never shrink: a line that changes with every sample or
+ * pointer move (a readout) would otherwise rewrap now and then and move everything below it up
+ * and down, under the user's pointer too. `releaseHeight` lets it fit again (its width changed).
+ */
+export function setTextHeld(node: HTMLElement, text: string): void {
+  setText(node, text);
+  const height = node.offsetHeight;
+  if (height > Number(node.dataset.heldHeight ?? 0)) {
+    node.dataset.heldHeight = String(height);
+    node.style.minHeight = `${height}px`;
+  }
+}
+
+export function releaseHeight(node: HTMLElement): void {
+  delete node.dataset.heldHeight;
+  node.style.minHeight = '';
+}
+
+/**
  * A bar with its caption: the text on its own line above a thin track (text over a coloured
  * fill cannot keep its contrast in every theme), the track filled by one or more segments.
  */

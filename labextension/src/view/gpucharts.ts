@@ -14,7 +14,7 @@ import {
   trackPlace,
   yAxis
 } from './charts';
-import { el, setText } from './dom';
+import { el, releaseHeight, setTextHeld } from './dom';
 import { DeviceInfo, FIELD } from './frame';
 import { formatBytes, formatClock, formatPercent } from './format';
 import { ClusterMemoryPoint, ViewState } from './state';
@@ -180,6 +180,7 @@ export class GpuCharts {
     for (const chart of [this.util, this.memory]) {
       if (chart && chart.plot.width !== Math.floor(width)) {
         chart.plot.setSize({ width: Math.floor(width), height: CHART_HEIGHT });
+        releaseHeight(chart.readout);
       }
     }
     this.util?.plot.setData(aligned(this.series.xs, this.series.util), true);
@@ -270,7 +271,7 @@ export class GpuCharts {
   private showReadouts(idx: number | null): void {
     const { xs, util, used } = this.series;
     if (this.util) {
-      setText(
+      setTextHeld(
         this.util.readout,
         readout(this.titles, util, xs, idx, v => formatPercent(v))
       );
@@ -288,7 +289,7 @@ export class GpuCharts {
         const share = pair.cluster === null ? '' : ` (cluster ${formatBytes(pair.cluster)})`;
         return `${formatBytes(pair.used)}${share}`;
       });
-      setText(this.memory.readout, text);
+      setTextHeld(this.memory.readout, text);
     }
   }
 }

@@ -180,7 +180,8 @@ export const CSS = `
 .gpudask-legend { display: flex; flex-direction: column; gap: 2px; margin-top: 4px; font-size: 0.92em; }
 .gpudask-legend-prefixes, .gpudask-legend-actions { display: flex; flex-wrap: wrap; gap: 2px 12px; }
 .gpudask-legend-item { display: inline-flex; align-items: center; min-width: 0; }
-.gpudask-window-text { font-size: 0.92em; }
+/* its times change every second while following: digits of one width keep it from rewrapping */
+.gpudask-window-text { font-size: 0.92em; font-variant-numeric: tabular-nums; }
 
 /* progress, recent work */
 .gpudask-progress, .gpudask-recent { display: flex; flex-direction: column; gap: 3px; }
