@@ -17,7 +17,9 @@ by the copy itself), on huge pages without faulting ahead, and on 4 KiB pages fa
 Beside the table, what bounds a transfer on this host: its own copy rate (memcpy between memory
 already faulted in, one thread, the copy threads, every core), how fast fresh memory is faulted
 in, by writing it or by ``MADV_POPULATE_WRITE``, on 4 KiB pages and on transparent huge pages
-(every device→host copy, ours and the anchor's, writes into fresh memory), the pinned ceiling
+(every device→host copy, ours and the anchor's, writes into fresh memory), memcpy into fresh
+memory in pieces of 1 MiB, the pipeline's size and 16 MiB (the CPU's whole share of a
+device→host transfer once the bytes are in the pinned ring), the pinned ceiling
 and the route that registers the source with the driver instead of copying it.
 
     python benchmarks/transfer.py [--gib 2] [--repeat 5] [--busy N] [--cases array,frame]
@@ -42,7 +44,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-PIECE = 4 * 2**20  # what one copy thread moves at a time, as the pipeline does
 CASES = ("array", "frame", "strings", "objects")
 
 # -- figures -------------------------------------------------------------------------------------
@@ -99,14 +100,27 @@ def busy(count: int) -> Iterator[None]:
 # -- the host's own rates ------------------------------------------------------------------------
 
 
-def _in_pieces(nbytes: int, threads: int, work: Callable[[int, int], Any]) -> float:
+def pipeline_piece(threads: int) -> int:
+    """What one copy thread of the pipeline moves at a time, with ``threads`` threads sharing
+    the pinned buffer."""
+    from gpudask_jupyter import config
+    from gpudask_jupyter.convert import staging
+
+    return staging.layout(int(config.get("pinned-buffer")), threads)[1]
+
+
+def _in_pieces(
+    nbytes: int, threads: int, work: Callable[[int, int], Any], piece: int | None = None
+) -> float:
     """Seconds ``threads`` threads take to run ``work(offset, size)`` over ``nbytes``, taking
-    pieces from one shared cursor as the pipeline's threads do."""
-    offsets = iter(range(0, nbytes, PIECE))  # next() on it is atomic under the GIL
+    pieces (``piece`` bytes; by default the pipeline's) from one shared cursor as the pipeline's
+    threads do."""
+    size = piece or pipeline_piece(threads)
+    offsets = iter(range(0, nbytes, size))  # next() on it is atomic under the GIL
 
     def run() -> None:
         for offset in offsets:
-            work(offset, min(PIECE, nbytes - offset))
+            work(offset, min(size, nbytes - offset))
 
     with ThreadPoolExecutor(threads) as pool:
         t0 = time.perf_counter()
@@ -160,6 +174,35 @@ def first_touch_rates(nbytes: int, threads: int, repeat: int, pages: str, how: s
     return gbps(nbytes, seconds)
 
 
+def fresh_copy_rates(
+    nbytes: int, threads: int, repeat: int, pages: str, piece: int | None
+) -> list[float]:
+    """GB/s of memcpy from memory already faulted in into fresh memory (a new mapping on
+    ``pages`` each time), ``piece`` bytes at a time: what a device→host transfer asks of the CPU
+    once the bytes are in the pinned ring, the kernel faulting in and zeroing each destination
+    page before the copy fills it."""
+    import numpy as np
+
+    from gpudask_jupyter.convert import host_memory
+
+    source = np.ones(nbytes, dtype=np.uint8)
+    src = source.ctypes.data
+    seconds = []
+    for _ in range(repeat):
+        mapping, offset = host_memory.map_fresh(nbytes, huge=pages == "huge")
+        view = ctypes.c_char.from_buffer(mapping, offset)
+        dst = ctypes.addressof(view)
+        seconds.append(
+            _in_pieces(nbytes, threads, lambda o, n: ctypes.memmove(dst + o, src + o, n), piece)  # noqa: B023
+        )
+        del view
+        mapping.close()
+    return gbps(nbytes, seconds)
+
+
+# piece sizes of the fresh-copy rows, beside the pipeline's own (None)
+FRESH_PIECES = (2**20, None, 16 * 2**20)
+
 # the rows of the host's table after memcpy: (label, pages, how)
 FIRST_TOUCH = (
     ("first touch by writing, 4 KiB pages", "small", "write"),
@@ -184,6 +227,18 @@ def host_facts(nbytes: int, repeat: int) -> None:
         if pages == "huge" and not host_memory.huge_pages_available():
             continue
         rows.append((label, lambda t, p=pages, h=how: first_touch_rates(nbytes, t, repeat, p, h)))
+    for pages in ("small", "huge"):
+        if pages == "huge" and not host_memory.huge_pages_available():
+            continue
+        for piece in FRESH_PIECES:
+            size = "the pipeline's pieces" if piece is None else f"{piece // 2**20} MiB pieces"
+            rows.append(
+                (
+                    f"memcpy into fresh memory, {'huge' if pages == 'huge' else '4 KiB'} "
+                    f"pages, {size}",
+                    lambda t, p=pages, s=piece: fresh_copy_rates(nbytes, t, repeat, p, s),
+                )
+            )
     print(f"host rates, GB/s, median (min–max) of {repeat}, {nbytes / 2**30:.2f} GiB each:")
     print("| | " + " | ".join(f"{t} thread{'s' * (t > 1)}" for t in counts) + " |")
     print("| --- " * (len(counts) + 1) + "|")
