@@ -2,7 +2,7 @@
  * One summary row per GPU: its title in its chart colour, the model, utilisation now, memory now
  * split into this cluster's workers and the rest, and the sensors.
  */
-import { bar, el, setBar, setText } from './dom';
+import { bar, el, markHeld, setBar, setText } from './dom';
 import { DeviceInfo, DeviceValues, FIELD, Sample, SampleField } from './frame';
 import { formatBytes, formatNumber, formatPercent, formatRate, fraction } from './format';
 
@@ -78,6 +78,7 @@ class DeviceRow {
     const head = el('div', 'gpudask-device-head');
     this.swatch.setAttribute('aria-hidden', 'true');
     head.append(this.swatch, this.title, this.name);
+    markHeld(this.sensors);
     const bars = el('div', 'gpudask-bars');
     bars.append(this.util, this.memory);
     this.node.append(head, bars, this.sensors);

@@ -26,22 +26,34 @@ export function setText(node: Node, text: string): void {
 }
 
 /**
- * Set `text` and let `node` grow but never shrink: a line that changes with every sample or
- * pointer move (a readout) would otherwise rewrap now and then and move everything below it up
- * and down, under the user's pointer too. `releaseHeight` lets it fit again (its width changed).
+ * Text that changes with every sample or pointer move (a readout, a sensor line, a bar's
+ * caption) rewraps now and then; each time, everything below it moves up and down, under the
+ * user's pointer too. A node marked here keeps the tallest height it had (see `holdHeights`).
  */
-export function setTextHeld(node: HTMLElement, text: string): void {
-  setText(node, text);
-  const height = node.offsetHeight;
-  if (height > Number(node.dataset.heldHeight ?? 0)) {
-    node.dataset.heldHeight = String(height);
-    node.style.minHeight = `${height}px`;
-  }
+export function markHeld(node: HTMLElement): void {
+  node.dataset.hold = '';
 }
 
-export function releaseHeight(node: HTMLElement): void {
-  delete node.dataset.heldHeight;
-  node.style.minHeight = '';
+/**
+ * After a paint: every marked node under `root` grows to its tallest height so far and never
+ * shrinks, until its width changes (then it fits its text again). All sizes are read first and
+ * written after, so a view with many bars lays out once, not once per bar.
+ */
+export function holdHeights(root: HTMLElement): void {
+  const nodes = [...root.querySelectorAll<HTMLElement>('[data-hold]')];
+  const sizes = nodes.map(node => [node.clientWidth, node.offsetHeight]);
+  nodes.forEach((node, i) => {
+    const [width, height] = sizes[i];
+    const data = node.dataset;
+    if (data.heldWidth !== String(width)) {
+      data.heldWidth = String(width);
+      delete data.heldHeight;
+      node.style.minHeight = ''; // measured afresh at the next paint
+    } else if (height > Number(data.heldHeight ?? 0)) {
+      data.heldHeight = String(height);
+      node.style.minHeight = `${height}px`;
+    }
+  });
 }
 
 /**
@@ -54,7 +66,9 @@ export function bar(className: string, segments = 1): HTMLDivElement {
   for (let i = 0; i < segments; i++) {
     track.append(el('div', `gpudask-bar-fill gpudask-bar-fill-${i}`));
   }
-  node.append(el('span', 'gpudask-bar-text'), track);
+  const caption = el('span', 'gpudask-bar-text');
+  markHeld(caption);
+  node.append(caption, track);
   return node;
 }
 

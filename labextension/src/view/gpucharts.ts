@@ -14,7 +14,7 @@ import {
   trackPlace,
   yAxis
 } from './charts';
-import { el, releaseHeight, setTextHeld } from './dom';
+import { el, markHeld, setText } from './dom';
 import { DeviceInfo, FIELD } from './frame';
 import { formatBytes, formatClock, formatPercent } from './format';
 import { ClusterMemoryPoint, ViewState } from './state';
@@ -180,7 +180,6 @@ export class GpuCharts {
     for (const chart of [this.util, this.memory]) {
       if (chart && chart.plot.width !== Math.floor(width)) {
         chart.plot.setSize({ width: Math.floor(width), height: CHART_HEIGHT });
-        releaseHeight(chart.readout);
       }
     }
     this.util?.plot.setData(aligned(this.series.xs, this.series.util), true);
@@ -238,6 +237,7 @@ export class GpuCharts {
     const heading = el('div', 'gpudask-chart-title', title);
     const plotHost = el('div', 'gpudask-chart-plot');
     const readoutNode = el('div', 'gpudask-readout');
+    markHeld(readoutNode);
     box.append(heading, plotHost, readoutNode);
     this.node.append(box);
     const base = baseOptions(this.parts, Math.floor(width), CHART_HEIGHT);
@@ -271,7 +271,7 @@ export class GpuCharts {
   private showReadouts(idx: number | null): void {
     const { xs, util, used } = this.series;
     if (this.util) {
-      setTextHeld(
+      setText(
         this.util.readout,
         readout(this.titles, util, xs, idx, v => formatPercent(v))
       );
@@ -289,7 +289,7 @@ export class GpuCharts {
         const share = pair.cluster === null ? '' : ` (cluster ${formatBytes(pair.cluster)})`;
         return `${formatBytes(pair.used)}${share}`;
       });
-      setTextHeld(this.memory.readout, text);
+      setText(this.memory.readout, text);
     }
   }
 }

@@ -12,7 +12,7 @@ import { Theme, readTheme } from './charts';
 import { ActionHost, ClusterActions } from './clusteractions';
 import { PrefixColors } from './colors';
 import { Controls, DEFAULT_CONTROLS, normalizeControls } from './controls';
-import { el } from './dom';
+import { el, holdHeights } from './dom';
 import { FrameWatchdog, LIVE, Liveness } from './liveness';
 import { Sections } from './sections';
 import { ViewState, applyFrame, clearStopped, emptyState, markStopped } from './state';
@@ -303,5 +303,6 @@ export class GpuDaskView {
     data.liveness = this.liveness.kind;
     data.layout = compact || drawn.workerLayout === 'cards' ? 'compact' : 'wide';
     data.window = this.mode.kind;
+    holdHeights(this.root);
   }
 }
