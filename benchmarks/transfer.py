@@ -23,7 +23,7 @@ device→host transfer once the bytes are in the pinned ring), the pinned ceilin
 and the route that registers the source with the driver instead of copying it.
 
     python benchmarks/transfer.py [--gib 2] [--repeat 5] [--busy N] [--cases array,frame]
-                                  [--sweep] [--host-only]
+                                  [--sweep [--sweep-pinned 32,64,256,512]] [--host-only]
 
 ``--busy N`` runs N CPU-bound processes (pure-Python loops) beside everything, as on a shared
 server; the tables say so. ``--sweep`` first times the pinned pipeline alone for several thread
@@ -247,12 +247,34 @@ def host_facts(nbytes: int, repeat: int) -> None:
     print()
 
 
+def cpu_model() -> str:
+    """The CPU's model and its last-level cache (whether a piece just copied by DMA can still be
+    in the cache when a thread copies it out depends on both)."""
+    from pathlib import Path
+
+    model = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    caches = sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"))
+    try:
+        last = max(caches, key=lambda c: int((c / "level").read_text()))
+        model += f", L{(last / 'level').read_text().strip()} {(last / 'size').read_text().strip()}"
+    except (OSError, ValueError):
+        pass
+    return model
+
+
 def describe_host(busy_count: int) -> None:
     from gpudask_jupyter import config, host_load
     from gpudask_jupyter.convert import host_memory
 
     print(
-        f"host: {platform.node()}, {host_load.usable_cores()} usable cores, Linux "
+        f"host: {platform.node()}, {cpu_model()}, {host_load.usable_cores()} usable cores, Linux "
         f"{platform.release()}, Python {platform.python_version()}; transparent huge pages: "
         f"{host_memory.huge_pages_setting()}; MADV_POPULATE_WRITE: "
         f"{'yes' if host_memory.prefault_available() else 'no'}; "
@@ -509,7 +531,7 @@ def measure(
     cupy.get_default_memory_pool().free_all_blocks()
 
 
-def sweep(gib: float, repeat: int) -> None:
+def sweep(gib: float, repeat: int, budgets: Sequence[int]) -> None:
     import cupy
     import numpy as np
 
@@ -529,7 +551,7 @@ def sweep(gib: float, repeat: int) -> None:
     print("| threads | pinned MiB | MiB × buffers per thread | host→device | device→host |")
     print("| --- | --- | --- | --- | --- |")
     for threads in counts:
-        for pinned in (256, 512):
+        for pinned in budgets:
             config.set_override("transfer-threads", threads)
             config.set_override("pinned-buffer", pinned * 2**20)
             staging.release()
@@ -564,7 +586,7 @@ def run_device(args: argparse.Namespace, nbytes: int) -> None:
     ceiling = Ceiling(max([nbytes, *(nbytes_of(obj) or 0 for obj in cases.values())]))
     device_facts(ceiling, nbytes, args.repeat)
     if args.sweep:
-        sweep(args.gib, args.repeat)
+        sweep(args.gib, args.repeat, args.sweep_pinned)
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "gpudask_jupyter")
     print(f"GB/s, median (min–max) of {args.repeat} runs each, interleaved; ratios of the medians")
@@ -581,6 +603,16 @@ def run_device(args: argparse.Namespace, nbytes: int) -> None:
             "and comes back as objects, as .to_pandas() gives it; the numeric columns take ours)"
         )
     shell.run_line_magic("unload_ext", "gpudask_jupyter")
+
+
+def _mebibytes(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of whole MiB: {text!r}") from None
+    if not sizes or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError(f"not a list of positive sizes: {text!r}")
+    return sizes
 
 
 def _case_names(text: str) -> list[str]:
@@ -600,6 +632,13 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=0, help="CPU-bound processes beside it (0)")
     parser.add_argument("--cases", type=_case_names, default=list(CASES), help=",".join(CASES))
     parser.add_argument("--sweep", action="store_true", help="time thread counts and buffers")
+    parser.add_argument(
+        "--sweep-pinned",
+        type=_mebibytes,
+        default=[32, 64, 256, 512],
+        help="pinned buffers of the sweep, MiB (32,64,256,512): the small ones give each "
+        "thread 1–2 MiB pieces, which may still be in the CPU's cache when copied out",
+    )
     parser.add_argument("--host-only", action="store_true", help="the host's figures alone")
     args = parser.parse_args()
     nbytes = int(args.gib * 2**30)
