@@ -31,6 +31,7 @@ from .staging import Segment
 log = logging.getLogger(__name__)
 
 ALIGN = 256  # what cudaMalloc guarantees, and more than any dtype needs
+ROUTE = "CUDA IPC"  # the route's name in the transfer report
 
 
 def offsets(layout: Layout) -> tuple[list[int], int]:
@@ -247,6 +248,7 @@ def opened(handle: bytes, device: int, worker: str) -> Iterator[int]:
                 flags = runtime.cudaIpcMemLazyEnablePeerAccess
                 pointer = int(runtime.ipcOpenMemHandle(handle, flags))
         except Exception as err:  # cupy's CUDARuntimeError
+            log.warning("the kernel cannot open GPU memory of %s: %s", worker, err)
             log.debug("opening a block of %s failed", worker, exc_info=True)
             raise NotOpened(worker, err) from err
         yield pointer

@@ -50,8 +50,8 @@ from .placing import Placer
 
 log = logging.getLogger(__name__)
 
-SHARED = "shared memory"
-DIRECT = "CUDA IPC"
+SHARED = shared_memory.ROUTE
+DIRECT = device_blocks.ROUTE
 
 
 @dataclass
@@ -150,8 +150,7 @@ def _through_devices(backs: Sequence[Back], placer: Placer) -> list[Back]:
                 try:
                     opened = device_blocks.opened(back.handle, device, back.holder)
                     pointer = stack.enter_context(opened)
-                except device_blocks.NotOpened as err:
-                    log.warning("the kernel cannot open GPU memory of %s: %s", err.worker, str(err))
+                except device_blocks.NotOpened:  # said by opened()
                     refused.add(back.holder)
                     failed.append(back)
                     continue
@@ -309,20 +308,25 @@ def _rest(final: Layout, backs: Sequence[Back]) -> Any:
     return rest
 
 
-def _concatenated(backs: Sequence[Back], placer: Placer, collection: Any) -> Any:
-    """Partitions that cannot be stacked slot by slot: through the client, joined by pandas."""
+def _concatenated(
+    backs: Sequence[Back], placer: Placer, collection: Any
+) -> tuple[Any, list[tuple[str, str]], int]:
+    """Partitions that cannot be stacked slot by slot: through the client (packed ones made
+    host objects first), joined by pandas / NumPy. What :func:`gather` returns."""
+    _unpacked_on_host(backs, placer)
     _through_client([b for b in backs if placer.is_future(b.host)], placer)
     hosts = [worker.to_host(b.host) for b in backs]
+    routes = [(b.holder, "client") for b in backs]
     if persisted.is_dataframe(collection):
         import pandas as pd
 
-        return pd.concat(hosts)
+        return pd.concat(hosts), routes, 0
     import numpy as np
 
     out = np.empty(collection.shape, dtype=hosts[0].dtype)
     for back, host in zip(backs, hosts, strict=True):
         out[persisted.block_slices(collection.chunks, back.position)] = host
-    return out
+    return out, routes, 0
 
 
 def gather(
@@ -336,22 +340,20 @@ def gather(
     if is_array and not persisted.row_blocks(collection.chunks):
         log.debug("blocks across columns: through the client")
         backs = _start(collection, placer, views, shm=False, direct=False)
-        return _concatenated(backs, placer, collection), [(b.holder, "client") for b in backs], 0
+        return _concatenated(backs, placer, collection)
     started = time.perf_counter()
     backs = _start(collection, placer, views, shm=segments is not None)
     _describe(backs, placer)
     final = _final_layout(backs)
     if final is None:
         log.debug("partitions of different layouts: joined by pandas / NumPy")
-        _unpacked_on_host(backs, placer)
-        return _concatenated(backs, placer, collection), [(b.holder, "client") for b in backs], 0
+        return _concatenated(backs, placer, collection)
     described = time.perf_counter()
     arrays = _allocate(final, backs)
     failed = _through_devices(backs, placer)
     if failed and not _rerouted(failed, placer):
         log.debug("partitions rerouted do not stack with the others: joined by pandas / NumPy")
-        _unpacked_on_host(backs, placer)
-        return _concatenated(backs, placer, collection), [(b.holder, "client") for b in backs], 0
+        return _concatenated(backs, placer, collection)
     routes = [(b.holder, b.route) for b in backs]
     copied = time.perf_counter()
     rounds = 0

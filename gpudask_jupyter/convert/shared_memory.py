@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 DIRECTORY = "/dev/shm"
 PREFIX = "gpudask-shm-"
+ROUTE = "shared memory"  # the route's name in the transfer report
 _LARGEST_IO = 1 << 30  # Linux moves at most about 2 GiB per read or write call
 _FREE_SHARE = 0.75  # of the free space: the rest is left to the other users of /dev/shm
 

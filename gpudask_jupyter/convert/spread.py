@@ -44,8 +44,8 @@ from .placing import Placer
 log = logging.getLogger(__name__)
 
 PARTITION_BYTES = 512 * 2**20  # per partition, unless asked otherwise
-SHARED = "shared memory"
-DIRECT = "CUDA IPC"
+SHARED = shared_memory.ROUTE
+DIRECT = device_blocks.ROUTE
 
 
 @dataclass
@@ -278,8 +278,7 @@ class _Builder:
             elif part.owner.address not in refused:
                 try:
                     self._fill_block(part, handle, spent)
-                except device_blocks.NotOpened as err:
-                    log.warning("the kernel cannot open GPU memory of %s: %s", err.worker, str(err))
+                except device_blocks.NotOpened:  # said by opened()
                     refused.add(part.owner.address)
                 else:
                     args = (blocks[part.number], part.layout, part.rest)
