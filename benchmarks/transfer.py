@@ -23,7 +23,7 @@ device→host transfer once the bytes are in the pinned ring), the pinned ceilin
 and the route that registers the source with the driver instead of copying it.
 
     python benchmarks/transfer.py [--gib 2] [--repeat 5] [--busy N] [--cases array,frame]
-                                  [--sweep [--sweep-pinned 32,64,256,512]] [--host-only]
+                                  [--sweep [--sweep-pinned MIB,...]] [--host-only]
 
 ``--busy N`` runs N CPU-bound processes (pure-Python loops) beside everything, as on a shared
 server; the tables say so. ``--sweep`` first times the pinned pipeline alone for several thread
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import functools
 import platform
 import statistics
 import subprocess
@@ -45,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 CASES = ("array", "frame", "strings", "objects")
+SWEEP_PINNED = (32, 64, 256, 512)  # MiB of pinned buffers the sweep tries by default
 
 # -- figures -------------------------------------------------------------------------------------
 
@@ -136,8 +138,7 @@ def memcpy_rates(nbytes: int, threads: int, repeat: int) -> list[float]:
     source, target = np.ones(nbytes, dtype=np.uint8), np.ones(nbytes, dtype=np.uint8)
     src, dst = source.ctypes.data, target.ctypes.data
     seconds = [
-        _in_pieces(nbytes, threads, lambda o, n: ctypes.memmove(dst + o, src + o, n))
-        for _ in range(repeat)
+        _in_pieces(nbytes, threads, functools.partial(_copy_at, dst, src)) for _ in range(repeat)
     ]
     return gbps(nbytes, seconds)
 
@@ -151,53 +152,59 @@ def _fault_in(base: int, nbytes: int, threads: int, how: str) -> float:
         return _in_pieces(nbytes, threads, lambda o, n: host_memory.prefault(base + o, n))
 
 
-def first_touch_rates(nbytes: int, threads: int, repeat: int, pages: str, how: str) -> list[float]:
-    """GB/s at which fresh memory is faulted in, by writing zeros over it (``write``) or by
-    ``MADV_POPULATE_WRITE`` alone (``populate``); ``pages``: a new mapping on ``huge`` or
-    ``small`` pages each time, or a new ``numpy.empty`` array (NumPy advises huge pages itself)."""
+@contextlib.contextmanager
+def fresh_memory(nbytes: int, pages: str) -> Iterator[int]:
+    """The address of ``nbytes`` of memory nothing has touched yet: a new mapping on ``huge`` or
+    ``small`` pages, or a new ``numpy.empty`` array (``numpy``: NumPy advises huge pages itself),
+    given back when the ``with`` ends."""
     import numpy as np
 
     from gpudask_jupyter.convert import host_memory
 
+    if pages == "numpy":
+        fresh: Any = np.empty(nbytes, dtype=np.uint8)
+        yield fresh.ctypes.data
+        return
+    mapping, offset = host_memory.map_fresh(nbytes, huge=pages == "huge")
+    view = ctypes.c_char.from_buffer(mapping, offset)
+    try:
+        yield ctypes.addressof(view)
+    finally:
+        del view  # an exported buffer would keep the mapping from being closed
+        mapping.close()
+
+
+def first_touch_rates(nbytes: int, threads: int, repeat: int, pages: str, how: str) -> list[float]:
+    """GB/s at which fresh memory (:func:`fresh_memory` on ``pages``) is faulted in, by writing
+    zeros over it (``write``) or by ``MADV_POPULATE_WRITE`` alone (``populate``)."""
     seconds = []
     for _ in range(repeat):
-        if pages == "numpy":
-            fresh: Any = np.empty(nbytes, dtype=np.uint8)
-            seconds.append(_fault_in(fresh.ctypes.data, nbytes, threads, how))
-            del fresh
-            continue
-        mapping, offset = host_memory.map_fresh(nbytes, huge=pages == "huge")
-        view = ctypes.c_char.from_buffer(mapping, offset)
-        seconds.append(_fault_in(ctypes.addressof(view), nbytes, threads, how))
-        del view
-        mapping.close()
+        with fresh_memory(nbytes, pages) as base:
+            seconds.append(_fault_in(base, nbytes, threads, how))
     return gbps(nbytes, seconds)
 
 
 def fresh_copy_rates(
     nbytes: int, threads: int, repeat: int, pages: str, piece: int | None
 ) -> list[float]:
-    """GB/s of memcpy from memory already faulted in into fresh memory (a new mapping on
-    ``pages`` each time), ``piece`` bytes at a time: what a device→host transfer asks of the CPU
-    once the bytes are in the pinned ring, the kernel faulting in and zeroing each destination
-    page before the copy fills it."""
+    """GB/s of memcpy from memory already faulted in into fresh memory (:func:`fresh_memory` on
+    ``pages``), ``piece`` bytes at a time: what a device→host transfer asks of the CPU once the
+    bytes are in the pinned ring, the kernel faulting in and zeroing each destination page
+    before the copy fills it."""
     import numpy as np
-
-    from gpudask_jupyter.convert import host_memory
 
     source = np.ones(nbytes, dtype=np.uint8)
     src = source.ctypes.data
     seconds = []
     for _ in range(repeat):
-        mapping, offset = host_memory.map_fresh(nbytes, huge=pages == "huge")
-        view = ctypes.c_char.from_buffer(mapping, offset)
-        dst = ctypes.addressof(view)
-        seconds.append(
-            _in_pieces(nbytes, threads, lambda o, n: ctypes.memmove(dst + o, src + o, n), piece)  # noqa: B023
-        )
-        del view
-        mapping.close()
+        with fresh_memory(nbytes, pages) as dst:
+            copy = functools.partial(_copy_at, dst, src)
+            seconds.append(_in_pieces(nbytes, threads, copy, piece))
     return gbps(nbytes, seconds)
+
+
+def _copy_at(dst: int, src: int, offset: int, size: int) -> None:
+    ctypes.memmove(dst + offset, src + offset, size)
 
 
 # piece sizes of the fresh-copy rows, beside the pipeline's own (None)
@@ -635,9 +642,10 @@ def main() -> None:
     parser.add_argument(
         "--sweep-pinned",
         type=_mebibytes,
-        default=[32, 64, 256, 512],
-        help="pinned buffers of the sweep, MiB (32,64,256,512): the small ones give each "
-        "thread 1–2 MiB pieces, which may still be in the CPU's cache when copied out",
+        default=list(SWEEP_PINNED),
+        help=f"pinned buffers of the sweep, MiB ({','.join(map(str, SWEEP_PINNED))}): the small "
+        "ones give each thread 1–2 MiB pieces, which may still be in the CPU's cache when "
+        "copied out",
     )
     parser.add_argument("--host-only", action="store_true", help="the host's figures alone")
     args = parser.parse_args()
