@@ -136,8 +136,16 @@ export function boxHook(self: uPlot): void {
   self.root.dataset.plotWidth = String(Math.round(self.bbox.width / ratio));
 }
 
-/** Wheel over a chart: ctrl/⌘ zooms around the pointer, shift pans; plain wheel scrolls. */
-export function attachWheel(u: uPlot, parts: ChartParts): void {
+/**
+ * What every chart does with the pointer beyond uPlot's own cursor and drag:
+ *
+ * - the wheel: ctrl/⌘ zooms around the pointer, shift pans; a plain wheel scrolls the page;
+ * - the plot's place on the page is measured again before each move. uPlot measures it when the
+ *   pointer enters and on scroll or resize only; text above a chart that grows or wraps (a
+ *   message, the window's description) moves the chart under a still pointer, and the cursor,
+ *   the tooltip and the task it names would then be read for the place the chart left.
+ */
+export function attachPointer(u: uPlot, parts: ChartParts): void {
   u.over.addEventListener(
     'wheel',
     event => {
@@ -153,15 +161,6 @@ export function attachWheel(u: uPlot, parts: ChartParts): void {
     },
     { passive: false, signal: parts.signal }
   );
-}
-
-/**
- * Measure the plot's place on the page before each pointer move. uPlot measures it when the
- * pointer enters and on scroll or resize only; text above a chart that grows or wraps (a message,
- * the window's description) moves the chart under a still pointer, and the cursor, the tooltip
- * and the task it names would then be read for the place the chart left.
- */
-export function trackPlace(u: uPlot, parts: ChartParts): void {
   u.root.addEventListener('mousemove', () => u.syncRect(), {
     capture: true, // before uPlot's own listener on the plot reads the place
     signal: parts.signal

@@ -5,15 +5,7 @@
  * at the pointer (at the latest sample when the pointer is elsewhere), synced across the charts.
  */
 import uPlot from 'uplot';
-import {
-  ChartParts,
-  attachWheel,
-  baseOptions,
-  boxHook,
-  selectHook,
-  trackPlace,
-  yAxis
-} from './charts';
+import { ChartParts, attachPointer, baseOptions, boxHook, selectHook, yAxis } from './charts';
 import { el, markHeld, setText } from './dom';
 import { DeviceInfo, FIELD } from './frame';
 import { formatBytes, formatClock, formatPercent } from './format';
@@ -263,8 +255,7 @@ export class GpuCharts {
       [[]],
       plotHost
     );
-    attachWheel(plot, this.parts);
-    trackPlace(plot, this.parts);
+    attachPointer(plot, this.parts);
     return { plot, readout: readoutNode };
   }
 

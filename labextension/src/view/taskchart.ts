@@ -8,11 +8,10 @@ import {
   ChartParts,
   PADDING_TOP,
   X_AXIS_SIZE,
-  attachWheel,
+  attachPointer,
   baseOptions,
   boxHook,
   selectHook,
-  trackPlace,
   yAxis
 } from './charts';
 import { ERROR_OUTLINE, fillOf } from './colors';
@@ -131,8 +130,7 @@ export class TaskChart {
       [[]],
       this.plotHost
     );
-    attachWheel(plot, this.parts);
-    trackPlace(plot, this.parts);
+    attachPointer(plot, this.parts);
     plot.over.addEventListener('mouseenter', () => (this.pointerInside = true), {
       signal: this.parts.signal
     });
