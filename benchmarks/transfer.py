@@ -46,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 CASES = ("array", "frame", "strings", "objects")
-SWEEP_PINNED = (32, 64, 256, 512)  # MiB of pinned buffers the sweep tries by default
+SWEEP_PINNED = (32, 64, 128)  # MiB of pinned buffers the sweep tries by default
 
 # -- figures -------------------------------------------------------------------------------------
 
@@ -102,13 +102,14 @@ def busy(count: int) -> Iterator[None]:
 # -- the host's own rates ------------------------------------------------------------------------
 
 
-def pipeline_piece(threads: int) -> int:
-    """What one copy thread of the pipeline moves at a time, with ``threads`` threads sharing
-    the pinned buffer."""
+def pipeline_piece(threads: int, to_device: bool = True) -> int:
+    """What one copy thread of the pipeline moves at a time in this direction, with ``threads``
+    threads sharing the pinned buffer."""
     from gpudask_jupyter import config
     from gpudask_jupyter.convert import staging
 
-    return staging.layout(int(config.get("pinned-buffer")), threads)[1]
+    chunk = staging.layout(int(config.get("pinned-buffer")), threads)[1]
+    return staging.piece_size(chunk, to_device)
 
 
 def _in_pieces(
@@ -199,7 +200,8 @@ def fresh_copy_rates(
     for _ in range(repeat):
         with fresh_memory(nbytes, pages) as dst:
             copy = functools.partial(_copy_at, dst, src)
-            seconds.append(_in_pieces(nbytes, threads, copy, piece))
+            size = piece or pipeline_piece(threads, to_device=False)
+            seconds.append(_in_pieces(nbytes, threads, copy, size))
     return gbps(nbytes, seconds)
 
 
@@ -207,7 +209,7 @@ def _copy_at(dst: int, src: int, offset: int, size: int) -> None:
     ctypes.memmove(dst + offset, src + offset, size)
 
 
-# piece sizes of the fresh-copy rows, beside the pipeline's own (None)
+# piece sizes of the fresh-copy rows, beside the pipeline's own device→host (None)
 FRESH_PIECES = (2**20, None, 16 * 2**20)
 
 # the rows of the host's table after memcpy: (label, pages, how)
@@ -643,9 +645,8 @@ def main() -> None:
         "--sweep-pinned",
         type=_mebibytes,
         default=list(SWEEP_PINNED),
-        help=f"pinned buffers of the sweep, MiB ({','.join(map(str, SWEEP_PINNED))}): the small "
-        "ones give each thread 1–2 MiB pieces, which may still be in the CPU's cache when "
-        "copied out",
+        help=f"pinned buffers of the sweep, MiB ({','.join(map(str, SWEEP_PINNED))}): each "
+        "thread gets two buffers of up to 4 MiB, so with 16 threads these give 1, 2 and 4 MiB",
     )
     parser.add_argument("--host-only", action="store_true", help="the host's figures alone")
     args = parser.parse_args()

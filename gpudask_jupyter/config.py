@@ -119,7 +119,7 @@ OPTIONS: dict[str, Option] = {
         ),
         Option(
             "pinned-buffer",
-            "256MiB",
+            "128MiB",
             parse_bytes,
             "Most page-locked host memory the fast transfer path holds (allocated once on first "
             "use, reused, released by `%unload_ext`).",

@@ -136,15 +136,43 @@ def stager() -> Any:
     stager.close()
 
 
-def test_layout_fits_the_budget() -> None:
+def test_layout_fits_the_budget_and_keeps_the_ring_small() -> None:
     for capacity in (4 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB):
         for threads in (1, 2, 8, 14, 16):
             depth, chunk = layout(capacity, threads)
-            assert 2 <= depth <= 8
-            assert chunk % (64 * 1024) == 0 and chunk >= MiB
+            assert depth == 2
+            assert chunk % (64 * 1024) == 0 and MiB <= chunk <= 4 * MiB
             if capacity >= 2 * threads * MiB:
                 assert depth * chunk * threads <= capacity
-    assert layout(256 * MiB, 8) == (8, 4 * MiB)
+    # the default budget is exactly the ring of 16 threads; a larger budget is not filled
+    assert layout(128 * MiB, 16) == (2, 4 * MiB) == layout(1024 * MiB, 16)
+    assert layout(64 * MiB, 16) == (2, 2 * MiB)
+
+
+def test_device_to_host_moves_one_huge_page_at_a_time_and_host_to_device_a_whole_buffer() -> None:
+    backend = FakeBackend()
+    stager = PinnedStager(16 * MiB, 2, backend=backend)  # 2 threads × 2 buffers of 4 MiB
+    sizes: list[tuple[bool, int]] = []
+    copy = backend.copy_async
+
+    def recording(dst: int, src: int, size: int, to_device: bool, stream: Any) -> None:
+        sizes.append((to_device, size))
+        copy(dst, src, size, to_device, stream)
+
+    backend.copy_async = recording  # type: ignore[method-assign]
+    try:
+        host = np.random.default_rng(3).integers(0, 256, 13 * MiB, dtype=np.uint8)
+        device = np.zeros_like(host)
+        back = host_memory.empty(host.shape, host.dtype)
+        stager.copy([Segment(host.ctypes.data, device.ctypes.data, host.nbytes)], True, 0)
+        stager.copy([Segment(back.ctypes.data, device.ctypes.data, host.nbytes)], False, 0)
+    finally:
+        stager.close()
+    np.testing.assert_array_equal(back, host)
+    up = [size for to_device, size in sizes if to_device]
+    down = [size for to_device, size in sizes if not to_device]
+    assert sorted(up) == [MiB] + [4 * MiB] * 3
+    assert sorted(down) == [MiB] + [2 * MiB] * 6
 
 
 def test_pieces_cover_every_byte_once_and_stop_at_segment_ends() -> None:
