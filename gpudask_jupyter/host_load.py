@@ -85,8 +85,10 @@ def default_threads(to_device: bool = True, cores: int | None = None) -> int:
     (``cores``, :func:`usable_cores` unless given) host→device, all of them device→host. memcpy
     is the bottleneck, and a transfer is short, so it may take the machine while it lasts.
     Device→host each thread also faults its destination in, work in the kernel that gains from
-    every core: on 16 idle cores of an H200 host, 16 threads brought 2 GiB back at 30.4 GB/s
-    against 26.1 with 14, while host→device 14 threads (46.1 GB/s) beat 16 (43.6)."""
+    every core: on 16 idle cores of an H200 host, with the old ring of 4 × 4 MiB per thread, 16
+    threads brought 2 GiB back at 30.4 GB/s against 26.1 with 14, while host→device 14 threads
+    (46.1 GB/s) beat 16 (43.6). With the ring of 2 × 4 MiB the two counts were within each
+    other's spread both ways (host→device 51.6 and 52.1 GB/s, device→host 35.3 and 34.9)."""
     cores = usable_cores() if cores is None else cores
     return max(2, min(16, cores - (2 if to_device else 0)))
 

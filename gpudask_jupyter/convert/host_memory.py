@@ -14,10 +14,11 @@ first pass cheaper:
   writing (``MADV_POPULATE_WRITE``, Linux 5.14) without writing it from user space. The copy
   threads can call it on a piece's destination right after queuing that piece's DMA, so that the
   faults run while the DMAs are in flight. Measured on an H200 host (16 threads, 2 GiB, huge
-  pages), faulting in by ``MADV_POPULATE_WRITE`` ran at 38.6 GB/s against 46.8 GB/s for faulting
-  in by writing, and device→host as a whole was faster without it (25.8 against 23.5 GB/s), so
-  the copy out of the pinned ring faults the pages in itself; ``Policy(prefault=True)`` keeps
-  the other way for hosts where it pays.
+  pages), faulting in by ``MADV_POPULATE_WRITE`` ran at 41.8 GB/s against 51.0 GB/s for faulting
+  in by writing, and device→host as a whole was faster without it (the array 36.5 against
+  30.0 GB/s), so the copy out of the pinned ring faults the pages in itself, one huge page per
+  piece, which it then fills while the zeroed page is still in the core's cache;
+  ``Policy(prefault=True)`` keeps the other way for hosts where it pays.
 
 The arrays are ordinary writeable NumPy arrays whose ``base`` (through a memoryview) is the
 ``mmap`` object: the mapping lives exactly as long as the array or any view of it, and is
