@@ -18,10 +18,10 @@ fits in the CPU's last-level cache is filled and read there, and the memory bus 
 user's bytes. On an H200 host (16 cores, 300 MB of L3; 2 GiB, medians of 3 in one sweep), 16
 threads with 2 buffers of 4 MiB each moved host→device at 52.1 GB/s, against 47.1 with 4 such
 buffers each; with 2 buffers of 2 MiB each they moved device→host at 37.1 GB/s, against 29.0
-with 4 buffers of 4 MiB. Device→host a piece is one huge
-page (2 MiB) of the destination, which the kernel zeroes and the copy then fills while it is
-still in the core's cache. Pieces of 1 MiB halved the rate both ways: below about 2 MiB the
-per-piece work in Python, under the GIL, outweighs the copy.
+with 4 buffers of 4 MiB. Device→host a piece is one huge page (2 MiB) of the destination,
+which the kernel zeroes and the copy then fills while it is still in the core's cache. Pieces
+of 1 MiB halved the rate host→device (23 against 52 GB/s): below about 2 MiB the per-piece work
+in Python, under the GIL, outweighs the copy.
 
 Registering the user's memory (``cudaHostRegister``) to skip the memcpy lost: the driver does
 not overlap registering, DMA and unregistering. On the same host, 64 MiB blocks registered,
