@@ -106,10 +106,10 @@ def pipeline_piece(threads: int, to_device: bool = True) -> int:
     """What one copy thread of the pipeline moves at a time in this direction, with ``threads``
     threads sharing the pinned buffer."""
     from gpudask_jupyter import config
-    from gpudask_jupyter.convert import staging
+    from gpudask_jupyter.convert import ring
 
-    chunk = staging.layout(int(config.get("pinned-buffer")), threads)[1]
-    return staging.piece_size(chunk, to_device)
+    chunk = ring.layout(int(config.get("pinned-buffer")), threads)[1]
+    return ring.piece_size(chunk, to_device)
 
 
 def _in_pieces(

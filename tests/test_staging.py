@@ -27,7 +27,8 @@ import pytest
 from test_host_memory import mapping_of
 
 from gpudask_jupyter.convert import host_memory
-from gpudask_jupyter.convert.staging import Batch, MiB, PinnedStager, Segment, _Pieces, layout
+from gpudask_jupyter.convert.ring import MiB, Pieces, Segment, layout
+from gpudask_jupyter.convert.staging import Batch, PinnedStager
 
 
 class FakeStream:
@@ -178,7 +179,7 @@ def test_device_to_host_moves_one_huge_page_at_a_time_and_host_to_device_a_whole
 def test_pieces_cover_every_byte_once_and_stop_at_segment_ends() -> None:
     sizes = [25, 0, 7, 8]
     segments = [Segment(10_000 * i, 99_000_000 + 10_000 * i, n) for i, n in enumerate(sizes)]
-    pieces = _Pieces(segments, chunk=8)
+    pieces = Pieces(segments, chunk=8)
     taken = []
     while (piece := pieces.next()) is not None:
         taken.append(piece)
@@ -319,7 +320,7 @@ class Ahead:
 
 
 def _pieces(segments: list[Segment], chunk: int) -> set[tuple[int, int]]:
-    pieces = _Pieces(segments, chunk)
+    pieces = Pieces(segments, chunk)
     found = set()
     while (piece := pieces.next()) is not None:
         found.add((piece[0], piece[2]))

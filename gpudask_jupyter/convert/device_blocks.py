@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import compat
 from .layout import Layout, Slot, make_index
-from .staging import Segment
+from .ring import Segment
 
 log = logging.getLogger(__name__)
 

@@ -38,6 +38,7 @@ from . import (
     host_memory,
     persisted,
     pieces,
+    ring,
     shared_memory,
     staging,
     worker,
@@ -140,7 +141,7 @@ def _through_devices(backs: Sequence[Back], placer: Placer) -> list[Back]:
     refused: set[str] = set()
     failed: list[Back] = []
     for device in sorted({b.device for b in backs if b.device is not None}):
-        copies: list[staging.Segment] = []
+        copies: list[ring.Segment] = []
         with contextlib.ExitStack() as stack:
             for back in (b for b in backs if b.device == device):
                 assert back.layout is not None

@@ -13,21 +13,13 @@ their next piece from one shared cursor (a thread that was descheduled does not 
 waiting for its share at the end), and all the arrays of a frame travel as one job
 (:class:`Batch`), so the pipeline fills and drains once per frame, not once per column.
 
-The ring is kept small on purpose (:func:`layout`): two buffers of 4 MiB per thread. A ring that
-fits in the CPU's last-level cache is filled and read there, and the memory bus only carries the
-user's bytes. On an H200 host (16 cores, 300 MB of L3; 2 GiB, medians of 3 in one sweep), 16
-threads with 2 buffers of 4 MiB each moved host→device at 52.1 GB/s, against 47.1 with 4 such
-buffers each; with 2 buffers of 2 MiB each they moved device→host at 37.1 GB/s, against 29.0
-with 4 buffers of 4 MiB. Device→host a piece is one huge page (2 MiB) of the destination,
-which the kernel zeroes and the copy then fills while it is still in the core's cache. Pieces
-of 1 MiB halved the rate host→device (23 against 52 GB/s): below about 2 MiB the per-piece work
-in Python, under the GIL, outweighs the copy.
+The ring's shape and the order of its pieces are :mod:`.ring`'s.
 
 Registering the user's memory (``cudaHostRegister``) to skip the memcpy lost: the driver does
-not overlap registering, DMA and unregistering. On the same host, 64 MiB blocks registered,
+not overlap registering, DMA and unregistering. On an H200 host, 64 MiB blocks registered,
 copied and unregistered one after another by a pipeline moved 17–19 GB/s both ways, the sum of
-the three steps' times (55, 55 and 69 GB/s alone), while the ring moved 52 and 37. Device→host,
-the destination is fresh memory (:mod:`.host_memory`).
+the three steps' times (55, 55 and 69 GB/s alone), while the ring moved 52 and 37 GB/s.
+Device→host, the destination is fresh memory (:mod:`.host_memory`).
 """
 
 from __future__ import annotations
@@ -35,77 +27,17 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
-import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from .. import config, host_load, lifecycle
 from . import host_memory
 from .cuda_backend import Backend, CupyBackend
+from .ring import Pieces, Segment, layout, piece_size
 
 log = logging.getLogger(__name__)
-
-MiB = 2**20
-# a buffer: pieces smaller than this spend more of their time in Python (under the GIL) than in
-# their copy and their DMA; larger ones make the ring outgrow the CPU's cache
-_CHUNK = 4 * MiB
-_DEPTH = 2  # buffers per thread: one filling or draining while the other's DMA runs
-# device→host, a piece is one huge page of the destination: zeroed by the kernel and filled by
-# the copy while it is still in the core's cache
-_DOWN_PIECE = host_memory.HUGE_PAGE
-
-
-def layout(capacity: int, threads: int) -> tuple[int, int]:
-    """(buffers per thread, bytes per buffer) for a pinned budget shared by ``threads``: two
-    buffers each, of at most 4 MiB, so that the whole ring stays small enough to live in the
-    CPU's last-level cache; the budget is a bound, not a target."""
-    chunk = capacity // (threads * _DEPTH)
-    return _DEPTH, max(MiB, min(_CHUNK, chunk - chunk % (64 * 1024)))
-
-
-def piece_size(chunk: int, to_device: bool) -> int:
-    """Bytes a copy thread moves at a time in this direction, with buffers of ``chunk`` bytes."""
-    return chunk if to_device else min(chunk, _DOWN_PIECE)
-
-
-@dataclass(frozen=True)
-class Segment:
-    """``nbytes`` to copy between host address ``host`` and device address ``device``."""
-
-    host: int
-    device: int
-    nbytes: int
-
-
-class _Pieces:
-    """The job's next piece (host address, device address, size) for whichever thread asks."""
-
-    def __init__(self, segments: Sequence[Segment], chunk: int) -> None:
-        self._segments = [s for s in segments if s.nbytes > 0]
-        self._chunk = chunk
-        self._index = 0
-        self._offset = 0
-        self._lock = threading.Lock()
-        self.count = sum(math.ceil(s.nbytes / chunk) for s in self._segments)
-
-    def next(self) -> tuple[int, int, int] | None:
-        with self._lock:
-            if self._index >= len(self._segments):
-                return None
-            segment = self._segments[self._index]
-            offset = self._offset
-            size = min(self._chunk, segment.nbytes - offset)
-            self._offset += size
-            if self._offset >= segment.nbytes:
-                self._index, self._offset = self._index + 1, 0
-            return segment.host + offset, segment.device + offset, size
-
-    def cancel(self) -> None:
-        with self._lock:
-            self._index = len(self._segments)
 
 
 def _wait_through_interrupts(futures: Sequence[Future[None]]) -> None:
@@ -173,7 +105,7 @@ class PinnedStager:
             self._per_device[device] = (streams, events)
         return self._per_device[device]
 
-    def _work(self, t: int, pieces: _Pieces, to_device: bool, device: int) -> None:
+    def _work(self, t: int, pieces: Pieces, to_device: bool, device: int) -> None:
         backend = self._backend
         backend.set_device(device)
         streams, events = self._per_device[device]
@@ -226,7 +158,7 @@ class PinnedStager:
             self._streams(device)
             # kernels on other streams may still use the memory we read or write
             self._backend.synchronize(device)
-            pieces = _Pieces(segments, piece_size(self.chunk, to_device))
+            pieces = Pieces(segments, piece_size(self.chunk, to_device))
             futures: list[Future[None]] = []
             active = max(1, min(self.threads, self._threads_now(self.threads, to_device)))
             self.last_threads = active
