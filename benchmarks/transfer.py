@@ -196,11 +196,11 @@ def fresh_copy_rates(
 
     source = np.ones(nbytes, dtype=np.uint8)
     src = source.ctypes.data
+    size = piece or pipeline_piece(threads, to_device=False)
     seconds = []
     for _ in range(repeat):
         with fresh_memory(nbytes, pages) as dst:
             copy = functools.partial(_copy_at, dst, src)
-            size = piece or pipeline_piece(threads, to_device=False)
             seconds.append(_in_pieces(nbytes, threads, copy, size))
     return gbps(nbytes, seconds)
 

@@ -59,7 +59,7 @@ def convert_one(
         _synchronize()
     elapsed = time.perf_counter() - started
     # the size of the host side: a cuDF frame's memory_usage sums on the device (about 2 ms of
-    # a 2 GiB frame's 65 ms back to the host), a pandas frame's on the host
+    # a 2 GiB frame's 66 ms back to the host), a pandas frame's on the host
     host_side = new if converter.direction == "cpu" else obj
     moved = Moved(
         name=name,
