@@ -105,7 +105,8 @@ def main() -> None:
 
     from IPython.core.interactiveshell import InteractiveShell
 
-    from gpudask_jupyter import config, nvml
+    from gpudask_jupyter import config
+    from gpudask_jupyter.machine import nvml
 
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "gpudask_jupyter")

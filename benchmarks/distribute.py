@@ -370,7 +370,7 @@ def main() -> None:
         f"workers, {n} partitions, {args.runs} runs of ours, {anchor_runs} of each anchor\n"
     )
     print(table(results, df.memory_usage(index=True).sum()))
-    from gpudask_jupyter.convert.distribute import distribute_names
+    from gpudask_jupyter.convert.distribute.variables import distribute_names
 
     report, _ = distribute_names({"df": df, "arr": arr}, ["df", "arr"])
     print()

@@ -66,7 +66,7 @@ def run_notebook(path: Path, timeout: int, save: Path | None) -> tuple[float, li
 
 def gpu_summary() -> str:
     try:
-        from gpudask_jupyter import nvml
+        from gpudask_jupyter.machine import nvml
     except ImportError:
         return "gpudask_jupyter is not installed here (pip install -e '.[gpu,test]')"
 

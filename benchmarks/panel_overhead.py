@@ -112,7 +112,7 @@ def main() -> None:
             kc,
             "%load_ext gpudask_jupyter\n"
             + ("" if args.no_cluster else "client = %gpu_cluster start\n")
-            + "from gpudask_jupyter import nvml\n"
+            + "from gpudask_jupyter.machine import nvml\n"
             "print('GPUS', len(nvml.devices()))\n" + LOOP + f"\nN = _spin({args.seconds})\n",
         )
         gpus = int(out.split("GPUS ")[1].split()[0])

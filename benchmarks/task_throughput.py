@@ -1,7 +1,7 @@
 """What TLS, the secure default, costs in task throughput against plain TCP, same run.
 
 Two clusters are started as ``%gpu_cluster start`` starts them (the same keywords, through
-``cluster_connect.launch``): one with TLS and fresh certificates (the default), one with
+``cluster.connect.launch``): one with TLS and fresh certificates (the default), one with
 ``--no-tls``. Both stay up, and every repetition runs each workload on one, then the other, so
 that drift on the machine hits both alike. Workloads:
 
@@ -80,8 +80,8 @@ WORKLOADS: dict[str, tuple[Callable[[Any], float], str]] = {
 
 
 def start(tls: bool, workers: int, devices: list[Any]) -> tuple[Any, Any]:
-    from gpudask_jupyter.cluster_connect import launch
-    from gpudask_jupyter.cluster_options import StartOptions, temporary_tls
+    from gpudask_jupyter.cluster.connect import launch
+    from gpudask_jupyter.cluster.options import StartOptions, temporary_tls
 
     opts = StartOptions(n_workers=workers, threads_per_worker=1, memory_limit="2GB", tls=tls)
     security = temporary_tls(f"benchmark-{'tls' if tls else 'tcp'}")[0] if tls else None
@@ -95,8 +95,9 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true", help="CPU workers even where GPUs are")
     args = parser.parse_args()
 
-    from gpudask_jupyter import config, nvml, registry
-    from gpudask_jupyter.cluster_options import StartOptions, gpu_plan
+    from gpudask_jupyter import config, registry
+    from gpudask_jupyter.cluster.options import StartOptions, gpu_plan
+    from gpudask_jupyter.machine import nvml
 
     if args.cpu:
         config.set_override("nvml", False)

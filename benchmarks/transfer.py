@@ -106,9 +106,9 @@ def pipeline_piece(threads: int, to_device: bool = True) -> int:
     """What one copy thread of the pipeline moves at a time in this direction, with ``threads``
     threads sharing the pinned buffer."""
     from gpudask_jupyter import config
-    from gpudask_jupyter.convert import ring
+    from gpudask_jupyter.convert.pinned import ring
 
-    chunk = ring.layout(int(config.get("pinned-buffer")), threads)[1]
+    chunk = ring.shape(int(config.get("pinned-buffer")), threads)[1]
     return ring.piece_size(chunk, to_device)
 
 
@@ -145,7 +145,7 @@ def memcpy_rates(nbytes: int, threads: int, repeat: int) -> list[float]:
 
 
 def _fault_in(base: int, nbytes: int, threads: int, how: str) -> float:
-    from gpudask_jupyter.convert import host_memory
+    from gpudask_jupyter.convert.pinned import host_memory
 
     if how == "write":
         return _in_pieces(nbytes, threads, lambda o, n: ctypes.memset(base + o, 0, n))
@@ -160,7 +160,7 @@ def fresh_memory(nbytes: int, pages: str) -> Iterator[int]:
     given back when the ``with`` ends."""
     import numpy as np
 
-    from gpudask_jupyter.convert import host_memory
+    from gpudask_jupyter.convert.pinned import host_memory
 
     if pages == "numpy":
         fresh: Any = np.empty(nbytes, dtype=np.uint8)
@@ -223,10 +223,10 @@ FIRST_TOUCH = (
 
 
 def host_facts(nbytes: int, repeat: int) -> None:
-    from gpudask_jupyter import host_load
-    from gpudask_jupyter.convert import host_memory
+    from gpudask_jupyter.convert.pinned import host_memory, thread_count
+    from gpudask_jupyter.machine import cores as machine_cores
 
-    counts = sorted({1, host_load.default_threads(), host_load.usable_cores()})
+    counts = sorted({1, thread_count.default_threads(), machine_cores.usable_cores()})
     rows: list[tuple[str, Callable[[int], list[float]]]] = [
         ("memcpy, memory already faulted in", lambda t: memcpy_rates(nbytes, t, repeat))
     ]
@@ -279,19 +279,21 @@ def cpu_model() -> str:
 
 
 def describe_host(busy_count: int) -> None:
-    from gpudask_jupyter import config, host_load
-    from gpudask_jupyter.convert import host_memory
+    from gpudask_jupyter import config
+    from gpudask_jupyter.convert.pinned import host_memory, thread_count
+    from gpudask_jupyter.machine import cores as machine_cores
 
     print(
-        f"host: {platform.node()}, {cpu_model()}, {host_load.usable_cores()} usable cores, Linux "
+        f"host: {platform.node()}, {cpu_model()}, {machine_cores.usable_cores()} usable cores, "
+        f"Linux "
         f"{platform.release()}, Python {platform.python_version()}; transparent huge pages: "
         f"{host_memory.huge_pages_setting()}; MADV_POPULATE_WRITE: "
         f"{'yes' if host_memory.prefault_available() else 'no'}; "
         f"{busy_count} busy process{'es' * (busy_count != 1)} beside the benchmark"
     )
     print(
-        f"defaults: {host_load.default_threads(to_device=True)} copy threads host→device, "
-        f"{host_load.default_threads(to_device=False)} device→host, pinned buffer "
+        f"defaults: {thread_count.default_threads(to_device=True)} copy threads host→device, "
+        f"{thread_count.default_threads(to_device=False)} device→host, pinned buffer "
         f"{config.get('pinned-buffer') // 2**20} MiB, threshold "
         f"{config.get('transfer-threshold') // 2**20} MiB; destinations: "
         f"{host_memory.policy.pages} pages, fault-ahead {host_memory.policy.prefault}"
@@ -348,7 +350,7 @@ def registered_rates(nbytes: int, to_device: bool, repeat: int) -> list[float]:
     import cupy
     import numpy as np
 
-    from gpudask_jupyter.convert import host_memory
+    from gpudask_jupyter.convert.pinned import host_memory
 
     rt = cupy.cuda.runtime
     device = cupy.empty(nbytes, dtype=cupy.uint8)
@@ -479,7 +481,7 @@ def _ways(
 
 
 def _variant(ours: Callable[[], Any], changes: dict[str, Any]) -> Callable[[], float]:
-    from gpudask_jupyter.convert import host_memory
+    from gpudask_jupyter.convert.pinned import host_memory
 
     def timed() -> float:
         with host_memory.using(**changes):
@@ -506,7 +508,7 @@ def measure(
     """Print the rows of one case: each direction, and the device→host destination variants."""
     import cupy
 
-    from gpudask_jupyter.convert import staging
+    from gpudask_jupyter.convert.pinned import staging
     from gpudask_jupyter.convert.report import nbytes_of
 
     nbytes = nbytes_of(obj) or 0
@@ -544,14 +546,15 @@ def sweep(gib: float, repeat: int, budgets: Sequence[int]) -> None:
     import cupy
     import numpy as np
 
-    from gpudask_jupyter import config, host_load
-    from gpudask_jupyter.convert import staging
+    from gpudask_jupyter import config
+    from gpudask_jupyter.convert.pinned import staging, thread_count
+    from gpudask_jupyter.machine import cores as machine_cores
 
     array = np.random.default_rng(1).standard_normal(int(gib * 2**30) // 8)
-    cores = host_load.usable_cores()
+    cores = machine_cores.usable_cores()
     counts = sorted(
         {t for t in (2, 4, 8, 12, 14, 16, 24, 32) if t <= max(2, 2 * cores)}
-        | {host_load.default_threads()}
+        | {thread_count.default_threads()}
     )
     print(
         f"the pinned pipeline alone, {array.nbytes / 2**30:.2f} GiB float64, GB/s, "

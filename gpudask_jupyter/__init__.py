@@ -20,7 +20,7 @@ _LAZY = {
     "to_gpu": ("gpudask_jupyter.convert", "to_gpu"),
     "to_cpu": ("gpudask_jupyter.convert", "to_cpu"),
     "Panel": ("gpudask_jupyter.widget", "Panel"),
-    "ClusterSession": ("gpudask_jupyter.cluster", "ClusterSession"),
+    "ClusterSession": ("gpudask_jupyter.cluster.session", "ClusterSession"),
 }
 
 
@@ -39,10 +39,11 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register the magics, their tab completion, and the closing of what they start when the
-    kernel shuts down or gets SIGTERM (:mod:`.shutdown`)."""
+    kernel shuts down or gets SIGTERM (:mod:`.lifecycle.shutdown`)."""
     global _magics
-    from . import completion, shutdown
-    from .magics import GpuDaskMagics
+    from .lifecycle import shutdown
+    from .magics import completion
+    from .magics.gpudask_magics import GpuDaskMagics
 
     if _magics is not None:
         unload_ipython_extension(ipython)
@@ -57,7 +58,9 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Close what the extension started, so that unloading (or reloading) leaves no process,
     and put back what loading changed (completion, the kernel's shutdown, SIGTERM)."""
     global _magics
-    from . import completion, config, lifecycle, shutdown
+    from . import config, lifecycle
+    from .lifecycle import shutdown
+    from .magics import completion
 
     lifecycle.unload()
     shutdown.uninstall()

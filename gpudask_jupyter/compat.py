@@ -1,4 +1,4 @@
-"""Every call this package makes into a private part of distributed, dask, pandas or cuDF.
+"""Every call this package makes into a private part of distributed, dask, dask-cuda, pandas, cuDF.
 
 Private names change without notice between releases. Keeping each such call here, with the
 versions it was checked on, means an upgrade breaks one function whose docstring says what it
@@ -9,11 +9,13 @@ from above at the newest release checked.
 Nothing here is imported at package import time by anything that does not need it, and this
 module imports none of the libraries at its own import.
 
-Checked on: distributed 2024.8 – 2026.8; dask 2024.8 – 2026.8; pandas 2.2 – 3.1; cuDF 26.10.
+Checked on: distributed 2024.8 – 2026.8; dask 2024.8 – 2026.8; dask-cuda 25.10 – 26.10; pandas
+2.2 – 3.1; cuDF 26.10.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 # -- distributed -----------------------------------------------------------------------------------
@@ -125,16 +127,6 @@ def retire_workers(client: Any, workers: list[str], timeout: float) -> dict[str,
     return dict(retired or {})
 
 
-def task_stream_plugin(scheduler: Any) -> Any:
-    """The scheduler's task-stream plugin, installed on first use.
-
-    ``Scheduler._task_stream_plugin`` is private (distributed 2024.8 – 2026.8): it returns the
-    ``TaskStreamPlugin`` whose ``buffer`` (a deque of task records) and ``index`` (records seen
-    since start) the dashboard's own task stream reads. Runs inside the scheduler.
-    """
-    return scheduler._task_stream_plugin()
-
-
 def run_on_workers(client: Any, function: Any, timeout: float, *args: Any) -> dict[str, Any]:
     """``function(*args)`` on every worker, bounded by ``timeout``: address → result, or the
     exception that worker raised.
@@ -147,6 +139,80 @@ def run_on_workers(client: Any, function: Any, timeout: float, *args: Any) -> di
         client._run, function, *args, on_error="return", callback_timeout=timeout
     )
     return result
+
+
+def prefix_color(prefix: str) -> str:
+    """The Dask dashboard's colour of a task prefix: ``distributed.utils.color_of`` (a hash into
+    ``distributed.utils.palette``, bokeh's Viridis18), which distributed uses for its own task
+    stream but does not document (distributed 2024.8 – 2026.8)."""
+    from distributed.utils import color_of
+
+    return str(color_of(prefix))
+
+
+# -- distributed, inside the scheduler ---------------------------------------------------------
+#
+# These run inside a Dask scheduler: :mod:`.monitor.scheduler_probe` calls them there, and both
+# modules travel by value (``scheduler_probe.ship_by_value``), so a scheduler elsewhere needs only
+# dask and distributed. They read the scheduler's state objects, which distributed documents for
+# its developers but does not promise to keep (distributed 2024.8 – 2026.8).
+
+
+def task_stream_plugin(scheduler: Any) -> Any:
+    """The scheduler's task-stream plugin, installed on first use.
+
+    ``Scheduler._task_stream_plugin`` is private: it returns the ``TaskStreamPlugin`` whose
+    ``buffer`` (a deque of task records, each with its ``startstops``) and ``index`` (records
+    seen since start) the dashboard's own task stream reads.
+    """
+    return scheduler._task_stream_plugin()
+
+
+def task_group_states(scheduler: Any) -> Iterator[tuple[str, Mapping[str, int]]]:
+    """(prefix name, tasks by state) of every task group: ``Scheduler.task_groups`` (name →
+    ``TaskGroup``), ``TaskGroup.states`` and ``TaskGroup.prefix.name``."""
+    for group in list(scheduler.task_groups.values()):
+        yield group.prefix.name, group.states
+
+
+def worker_identities(scheduler: Any) -> Iterator[tuple[str, dict[str, Any], Any]]:
+    """(address, identity as ``scheduler_info()`` gives it, process id) of every worker:
+    ``Scheduler.workers`` (address → ``WorkerState``), ``WorkerState.identity()`` and ``.pid``."""
+    for address, ws in list(scheduler.workers.items()):
+        yield address, ws.identity(), getattr(ws, "pid", None)
+
+
+def offered_resources(scheduler: Any) -> Iterator[Mapping[str, Any]]:
+    """The resources each worker offers: ``WorkerState.resources``."""
+    for ws in list(scheduler.workers.values()):
+        yield ws.resources or {}
+
+
+def worker_count(scheduler: Any) -> int:
+    """``len(Scheduler.workers)``."""
+    return len(scheduler.workers)
+
+
+def unrunnable_restrictions(scheduler: Any) -> Iterator[Mapping[str, Any]]:
+    """The resources each task in the "no-worker" state asks for: ``Scheduler.unrunnable`` (its
+    ``TaskState`` objects) and ``TaskState.resource_restrictions``."""
+    for ts in list(scheduler.unrunnable):
+        yield ts.resource_restrictions or {}
+
+
+# -- dask-cuda ------------------------------------------------------------------------------------
+
+
+def cuda_worker_nannies(cuda_worker: Any) -> list[Any]:
+    """The nannies a ``dask_cuda.CUDAWorker`` made, one per GPU, not started yet:
+    ``CUDAWorker.nannies`` (dask-cuda 25.10 – 26.10), which ``dask cuda worker`` awaits itself."""
+    return list(cuda_worker.nannies)
+
+
+def name_nanny(nanny: Any, name: str) -> None:
+    """Give a nanny that has not started its worker yet that worker's name: ``Nanny.name``, which
+    the nanny passes to its worker when it starts it (distributed 2024.8 – 2026.8)."""
+    nanny.name = name
 
 
 # -- dask ------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .units import format_bytes, parse_bytes, parse_seconds
+from .text.units import format_bytes, parse_bytes, parse_seconds
 
 
 def _bool(value: Any) -> bool:

@@ -134,7 +134,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=0, help="matrix size (default by device)")
     args = parser.parse_args()
 
-    from gpudask_jupyter import nvml
+    from gpudask_jupyter.machine import nvml
 
     gpu = nvml.status().available
     start = (

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpudask_jupyter import config, nvml
+from gpudask_jupyter import config
 from gpudask_jupyter.convert import availability, forget_notices
+from gpudask_jupyter.machine import nvml
 
 driverless = pytest.mark.skipif(
     nvml.status().state

@@ -14,14 +14,15 @@ import psutil
 import pytest
 from support import DaskProcesses, spawned_workers, wait_gone
 
-from gpudask_jupyter import cluster, registry
+from gpudask_jupyter import registry
+from gpudask_jupyter.cluster import session as cluster
 
 START = "start --n-workers 2 --threads-per-worker 1 --memory-limit 1GB"
 
 
 @pytest.fixture(autouse=True)
 def _cpu_only() -> None:
-    from gpudask_jupyter import nvml
+    from gpudask_jupyter.machine import nvml
 
     if nvml.status().available:
         pytest.skip("these tests start the CPU fallback; this machine has a GPU")
@@ -48,7 +49,7 @@ def test_after_client_close_status_says_so_and_stop_cleans_up(
     assert wait_gone(workers) == []
     assert cluster.current() is None
     assert registry.read_all(runtime_dir) == {}
-    assert not list(runtime_dir.glob(f"{registry.PREFIX}*"))  # TLS keys too
+    assert not list(runtime_dir.glob(f"{registry.ENTRY_PREFIX}*"))  # TLS keys too
 
 
 def test_after_a_worker_was_killed_status_and_stop_work(shell, capsys) -> None:
@@ -138,7 +139,7 @@ def test_stop_ends_worker_processes_the_close_left(shell) -> None:
 
 
 def _wait_for_counts(session, expected: tuple[int, int, int], timeout: float = 30) -> None:
-    from gpudask_jupyter import heartbeat
+    from gpudask_jupyter.monitor import heartbeat
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -198,4 +199,4 @@ def test_a_start_that_fails_leaves_no_key_and_no_process(shell, runtime_dir: Pat
         shell.run_line_magic("gpu_cluster", START + " --host 192.0.2.1")  # not ours: no bind
     assert cluster.current() is None
     assert wait_gone(spawned_workers()) == []
-    assert not list(runtime_dir.glob(f"{registry.PREFIX}*"))
+    assert not list(runtime_dir.glob(f"{registry.ENTRY_PREFIX}*"))

@@ -6,15 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from gpudask_jupyter import magic_args, magics
-from gpudask_jupyter.cluster_options import (
-    StartOptions,
-    cluster_keywords,
-    parse_dashboard,
-)
-from gpudask_jupyter.cluster_target import AttachTarget
+from gpudask_jupyter.cluster.options import StartOptions, cluster_keywords, parse_dashboard
+from gpudask_jupyter.cluster.target import AttachTarget
 from gpudask_jupyter.errors import ClusterError
-from gpudask_jupyter.nvml import Device
+from gpudask_jupyter.machine.nvml import Device
+from gpudask_jupyter.magics import gpudask_magics, parsers
 
 
 @pytest.mark.parametrize(
@@ -41,15 +37,15 @@ def test_bad_dashboard_address(text: str) -> None:
 
 
 def test_the_parsers_defaults_are_the_options_defaults() -> None:
-    args = magic_args.parser_of(magic_args.start).parse_argstring("")
-    assert magic_args.start_options(args) == StartOptions()
+    args = parsers.parser_of(parsers.start).parse_argstring("")
+    assert parsers.start_options(args) == StartOptions()
 
 
 def test_cpu_keywords() -> None:
     opts = StartOptions(n_workers=2, memory_limit="1GB")
     keywords = cluster_keywords(opts, [], security="S", dashboard="127.0.0.1:0")
     assert keywords == {
-        "preload": ["gpudask_jupyter.worker_setup"],
+        "preload": ["gpudask_jupyter.cluster.worker_setup"],
         "host": "127.0.0.1",
         "dashboard_address": "127.0.0.1:0",
         "protocol": "tls",
@@ -69,7 +65,7 @@ def test_gpu_keywords_bind_one_worker_per_device() -> None:
     opts = StartOptions(rmm_pool_size=0.5, rmm_async=True, dashboard_address="none", tls=False)
     keywords = cluster_keywords(opts, devices, security=None, dashboard=None)
     assert keywords == {
-        "preload": ["gpudask_jupyter.worker_setup"],
+        "preload": ["gpudask_jupyter.cluster.worker_setup"],
         "host": "127.0.0.1",
         "dashboard_address": None,
         "protocol": "tcp",
@@ -111,7 +107,7 @@ def test_attach_target_reads_a_scheduler_file(tmp_path: Path) -> None:
 
 
 def test_every_subcommand_has_one_handler() -> None:
-    assert set(magics._handlers) == set(magic_args.SUBCOMMANDS.values())
+    assert set(gpudask_magics._handlers) == set(parsers.SUBCOMMANDS.values())
 
 
 def test_attach_tls_files_are_recorded_as_absolute_paths(

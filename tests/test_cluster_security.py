@@ -19,9 +19,10 @@ from IPython.core.error import UsageError
 from local_user import act_as, second_user
 from support import spawned_workers
 
-from gpudask_jupyter import cluster, local_users, registry
-from gpudask_jupyter.cluster_options import StartOptions
-from gpudask_jupyter.cluster_security import decide, is_loopback
+from gpudask_jupyter import registry
+from gpudask_jupyter.cluster import local_users, session
+from gpudask_jupyter.cluster.options import StartOptions
+from gpudask_jupyter.cluster.security import decide, is_loopback
 from gpudask_jupyter.errors import ClusterError
 
 START = "start --n-workers 1 --threads-per-worker 1 --memory-limit 1GB"
@@ -157,7 +158,7 @@ def test_ucx_has_no_tls_so_it_needs_no_tls() -> None:
 
 @pytest.fixture(autouse=True)
 def _cpu_only() -> None:
-    from gpudask_jupyter import nvml
+    from gpudask_jupyter.machine import nvml
 
     if nvml.status().available:
         pytest.skip("these tests start the CPU fallback; this machine has a GPU")
@@ -173,19 +174,19 @@ def _cpu_only() -> None:
 def test_refusals_start_nothing(shell, line: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         shell.run_line_magic("gpu_cluster", line)
-    assert cluster.current() is None and spawned_workers() == []
+    assert session.current() is None and spawned_workers() == []
 
 
 def test_shared_machine_option_decides_the_dashboard(shell, capsys) -> None:
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'true'")
     shell.run_line_magic("gpu_cluster", START)
     out = capsys.readouterr().out
-    assert cluster.current().dashboard_link is None
+    assert session.current().dashboard_link is None
     assert "dashboard: off (other people use this machine: the shared-machine option" in out
     assert "who can reach it: cluster: only holders of this cluster's own TLS" in out
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'false'")
     shell.run_line_magic("gpu_cluster", START + " --replace")
-    assert cluster.current().dashboard_link.startswith("http://127.0.0.1:")
+    assert session.current().dashboard_link.startswith("http://127.0.0.1:")
 
 
 # -- a real second local user ---------------------------------------------------------------------
@@ -198,7 +199,7 @@ def test_another_user_cannot_use_a_default_cluster(
     client = shell.run_line_magic("gpu_cluster", START)
     (entry,) = registry.read_all(runtime_dir).values()
     assert entry.tls is not None
-    http = cluster.current().cluster.scheduler.http_server.port
+    http = session.current().cluster.scheduler.http_server.port
     result = act_as(
         other,
         address=client.scheduler.address,
@@ -216,7 +217,7 @@ def test_another_user_cannot_use_a_default_cluster(
 def test_another_user_can_use_a_no_tls_cluster(shell, other: pwd.struct_passwd) -> None:
     """The other side: without TLS the same attempt succeeds, so the test above can fail."""
     client = shell.run_line_magic("gpu_cluster", START + " --no-tls --dashboard-address 0")
-    dashboard = cluster.current().dashboard_link
+    dashboard = session.current().dashboard_link
     result = act_as(other, address=client.scheduler.address, url=dashboard)
     assert result.get("ran_as") == os.getuid(), result  # its code ran as the notebook's user
     assert result["http"] == 200  # and it read the dashboard
@@ -237,7 +238,7 @@ def test_without_a_dashboard_the_http_ports_answer_only_health(shell) -> None:
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'true'")
     client = shell.run_line_magic("gpu_cluster", START)
     shell.run_line_magic("gpu_cluster", "scale 2")  # nannies made later get the same routes
-    ports = [cluster.current().cluster.scheduler.http_server.port]
+    ports = [session.current().cluster.scheduler.http_server.port]
     ports += [w["services"]["dashboard"] for w in client.scheduler_info()["workers"].values()]
     assert len(ports) == 3
     for port in ports:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from IPython.core.completer import provisionalcompleter
 
-from gpudask_jupyter.magic_args import SUBCOMMANDS
+from gpudask_jupyter.magics.parsers import SUBCOMMANDS
 
 
 def _complete(shell, line: str) -> list[str]:

@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpudask_jupyter import compat, config, nvml
+from gpudask_jupyter import compat, config
 from gpudask_jupyter.convert import dask_collections, find
 from gpudask_jupyter.convert.report import nbytes_of
+from gpudask_jupyter.machine import nvml
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,9 @@ import psutil
 import pytest
 
 from gpudask_jupyter import config
-from gpudask_jupyter.convert import cluster_view, shared_memory, to_cpu, to_gpu
-from gpudask_jupyter.convert.distribute import distribute_names, gather_names
+from gpudask_jupyter.convert import to_cpu, to_gpu
+from gpudask_jupyter.convert.distribute import cluster_view, shared_memory
+from gpudask_jupyter.convert.distribute.variables import distribute_names, gather_names
 from gpudask_jupyter.errors import ConversionError, NoGpuError
 
 pytestmark = pytest.mark.filterwarnings(
@@ -35,7 +36,7 @@ da = pytest.importorskip("dask.array")
 
 def _ours(data_only: bool = False) -> list[str]:
     """Segments made by this process (``data_only``: not the workers' token file)."""
-    mine = f"{shared_memory.PREFIX}{os.getpid()}-"
+    mine = f"{shared_memory.SEGMENT_PREFIX}{os.getpid()}-"
     found = [n for n in shared_memory.ours() if n.startswith(mine)]
     return [n for n in found if not n.endswith(".probe")] if data_only else found
 
@@ -251,7 +252,7 @@ def test_empty_frames_and_arrays(client) -> None:
 
 
 def test_a_failed_gather_leaves_the_collection_alone(client, monkeypatch) -> None:
-    from gpudask_jupyter.convert import gathering
+    from gpudask_jupyter.convert.distribute import gathering
 
     arr = np.arange(40_000.0).reshape(-1, 4)
     darr = to_gpu(arr, distribute=True)  # its futures' keys are the collection's own
@@ -302,9 +303,9 @@ def test_cpu_workers_say_why_there_is_no_gpu(client) -> None:
 
 
 def test_a_failure_releases_what_was_placed_and_rebinds_nothing(client, monkeypatch) -> None:
-    from gpudask_jupyter.convert import distribute
+    from gpudask_jupyter.convert.distribute import variables
 
-    real = distribute._Transaction.spread
+    real = variables._Transaction.spread
     calls = []
 
     def second_fails(self: Any, name: str, *args: Any) -> Any:
@@ -313,7 +314,7 @@ def test_a_failure_releases_what_was_placed_and_rebinds_nothing(client, monkeypa
             raise ValueError("boom")
         return real(self, name, *args)
 
-    monkeypatch.setattr(distribute._Transaction, "spread", second_fails)
+    monkeypatch.setattr(variables._Transaction, "spread", second_fails)
     first, second = _frame(50_000), np.arange(10.0)
     ns = {"first": first, "second": second}
     with pytest.raises(ConversionError, match="second: ValueError: boom"):
@@ -381,7 +382,7 @@ KILLED_KERNEL = """
 import sys, numpy as np, pandas as pd
 from distributed import Client
 from gpudask_jupyter import config
-from gpudask_jupyter.convert.distribute import distribute_names
+from gpudask_jupyter.convert.distribute.variables import distribute_names
 config.set_override("distribute-shm-limit", "128KiB")
 client = Client(sys.argv[1], set_as_default=False)
 n = 4_000_000
@@ -408,7 +409,7 @@ def test_segments_of_a_killed_kernel_are_removed_at_the_next_use(client, tmp_pat
     kernel = subprocess.Popen(
         [sys.executable, str(script), client.scheduler.address], stdout=subprocess.PIPE
     )
-    prefix = f"{shared_memory.PREFIX}{kernel.pid}-"
+    prefix = f"{shared_memory.SEGMENT_PREFIX}{kernel.pid}-"
 
     def left() -> list[str]:
         return [n for n in shared_memory.ours() if n.startswith(prefix) and ".probe" not in n]

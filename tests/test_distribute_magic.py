@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from IPython.core.error import UsageError
 
-from gpudask_jupyter.convert import shared_memory
+from gpudask_jupyter.convert.distribute import shared_memory
 
 pytestmark = pytest.mark.filterwarnings("ignore::gpudask_jupyter.convert.GpuUnavailableWarning")
 

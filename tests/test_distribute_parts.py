@@ -1,4 +1,5 @@
-"""The pieces of --distribute / --gather that need no cluster: layouts, rounds, shared memory."""
+"""The parts of --distribute / --gather that need no cluster: layouts, segment plans, shared
+memory."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ import pandas as pd
 import pytest
 
 from gpudask_jupyter import config
-from gpudask_jupyter.convert import layout, pieces, shared_memory, spread, worker
+from gpudask_jupyter.convert.distribute import (
+    partition_layout,
+    segment_plan,
+    shared_memory,
+    spread,
+    worker_tasks,
+)
 
 
 def _frames() -> dict[str, object]:
@@ -60,12 +67,12 @@ def _frames() -> dict[str, object]:
 @pytest.mark.parametrize("case", list(_frames()))
 def test_split_and_join_give_back_the_same_object(case: str) -> None:
     obj = _frames()[case]
-    shape, arrays, rest = layout.split(obj)
+    shape, arrays, rest = partition_layout.split(obj)
     # what a worker does: owned arrays filled from the bytes
-    owned = layout.empty_slots(shape)
+    owned = partition_layout.empty_slots(shape)
     for into, array in zip(owned, arrays, strict=True):
-        layout.as_bytes(into)[:] = layout.as_bytes(array)
-    back = layout.join(shape, owned, rest)
+        partition_layout.as_bytes(into)[:] = partition_layout.as_bytes(array)
+    back = partition_layout.rebuild(shape, owned, rest)
     if isinstance(obj, pd.Series):
         pd.testing.assert_series_equal(back, obj)
     else:
@@ -74,7 +81,7 @@ def test_split_and_join_give_back_the_same_object(case: str) -> None:
 
 
 def test_only_what_a_dtype_describes_crosses_as_bytes() -> None:
-    shape, _, rest = layout.split(_frames()["mixed"])
+    shape, _, rest = partition_layout.split(_frames()["mixed"])
     assert [s.dtype.kind for s in shape.slots] == ["i", "f", "b", "M", "m"]
     assert shape.index[0] == "range"
     assert list(rest.columns) == [0, 1, 2, 3]  # s, c, n, z: by position
@@ -92,16 +99,16 @@ def test_only_what_a_dtype_describes_crosses_as_bytes() -> None:
     ],
 )
 def test_arrays_split_and_join(array: np.ndarray) -> None:
-    shape, arrays, rest = layout.split(array)
-    owned = layout.empty_slots(shape)
+    shape, arrays, rest = partition_layout.split(array)
+    owned = partition_layout.empty_slots(shape)
     for into, source in zip(owned, arrays, strict=True):
-        layout.as_bytes(into)[:] = layout.as_bytes(source)
-    back = layout.join(shape, owned, rest)
+        partition_layout.as_bytes(into)[:] = partition_layout.as_bytes(source)
+    back = partition_layout.rebuild(shape, owned, rest)
     np.testing.assert_array_equal(back, array)
     assert back.dtype == array.dtype
 
 
-def _covered(plan: list[list[pieces.Delivery]], sizes: dict[int, list[int]]) -> None:
+def _covered(plan: list[list[segment_plan.Delivery]], sizes: dict[int, list[int]]) -> None:
     """Every byte of every slot is in exactly one piece, pieces never overlap in a segment."""
     seen = {
         (p, s): np.zeros(n, dtype=np.int8)
@@ -116,7 +123,7 @@ def _covered(plan: list[list[pieces.Delivery]], sizes: dict[int, list[int]]) -> 
                     piece.start : piece.start + piece.nbytes
                 ] += 1
                 used[piece.offset : piece.offset + piece.nbytes] += 1
-                assert piece.offset % pieces.ALIGN == 0
+                assert piece.offset % segment_plan.ALIGN == 0
             assert used.max(initial=0) <= 1
     for mark in seen.values():
         assert (mark == 1).all()
@@ -124,7 +131,7 @@ def _covered(plan: list[list[pieces.Delivery]], sizes: dict[int, list[int]]) -> 
 
 def test_everything_fits_in_one_round_of_whole_partitions() -> None:
     sizes = {0: [1000, 0, 24], 1: [1000, 8, 24], 2: [0, 0]}
-    plan = pieces.plan(sizes, {0: "a", 1: "b", 2: "a"}, budget=10_000)
+    plan = segment_plan.plan(sizes, {0: "a", 1: "b", 2: "a"}, budget=10_000)
     assert len(plan) == 1
     assert {d.partition for d in plan[0]} == {0, 1}  # nothing to send for partition 2
     _covered(plan, sizes)
@@ -134,10 +141,10 @@ def test_small_budget_makes_rounds_that_fit_and_share_it_between_workers() -> No
     sizes = {0: [3_000_000, 100], 1: [2_000_000, 7], 2: [1_500_001], 3: [5]}
     owner = {0: "a", 1: "b", 2: "a", 3: "b"}
     budget = 1 << 20
-    plan = pieces.plan(sizes, owner, budget)
+    plan = segment_plan.plan(sizes, owner, budget)
     assert len(plan) > 4
     for deliveries in plan:
-        assert sum(pieces.aligned(d.size) for d in deliveries) <= budget
+        assert sum(segment_plan.aligned(d.size) for d in deliveries) <= budget
         by_worker: dict[str, int] = {}
         for d in deliveries:
             by_worker[owner[d.partition]] = by_worker.get(owner[d.partition], 0) + d.size
@@ -147,9 +154,9 @@ def test_small_budget_makes_rounds_that_fit_and_share_it_between_workers() -> No
 
 
 def test_a_budget_too_small_for_a_useful_round_says_so() -> None:
-    with pytest.raises(pieces.TooSmall):
-        pieces.plan({0: [10**6], 1: [10**6]}, {0: "a", 1: "b"}, budget=100_000)
-    assert pieces.plan({0: [0]}, {0: "a"}, budget=0) == []
+    with pytest.raises(segment_plan.TooSmall):
+        segment_plan.plan({0: [10**6], 1: [10**6]}, {0: "a", 1: "b"}, budget=100_000)
+    assert segment_plan.plan({0: [0]}, {0: "a"}, budget=0) == []
 
 
 def test_partitions_are_balanced() -> None:
@@ -170,7 +177,7 @@ def test_segments_are_owner_only_named_after_their_process_and_removed(tmp_path)
         mode = stat.S_IMODE(os.stat(path).st_mode)
         assert mode == 0o600
         name = os.path.basename(path)
-        assert name.startswith(f"{shared_memory.PREFIX}{shared_memory.owner_tag()}-")
+        assert name.startswith(f"{shared_memory.SEGMENT_PREFIX}{shared_memory.owner_tag()}-")
         data = np.arange(1000, dtype=np.float64)
         with shared_memory.opened(path, writable=True) as fd:
             shared_memory.write_at(fd, data, 64)
@@ -204,9 +211,10 @@ def test_stale_segments_of_dead_or_replaced_processes_are_removed(tmp_path) -> N
     dead_pid = int(dead.stdout)
     live = shared_memory.owner_tag()
     names = {
-        "dead": f"{shared_memory.PREFIX}{dead_pid}-123-ab-1",
-        "reused pid": f"{shared_memory.PREFIX}{os.getpid()}-1-ab-1",  # same pid, other start
-        "live": f"{shared_memory.PREFIX}{live}-ab-1",
+        "dead": f"{shared_memory.SEGMENT_PREFIX}{dead_pid}-123-ab-1",
+        # the same pid, another start
+        "reused pid": f"{shared_memory.SEGMENT_PREFIX}{os.getpid()}-1-ab-1",
+        "live": f"{shared_memory.SEGMENT_PREFIX}{live}-ab-1",
         "not ours": "some-other-file",
     }
     for name in names.values():
@@ -244,17 +252,17 @@ def test_unusable_shared_memory_says_why(tmp_path) -> None:
 def test_probe_reads_the_token_only_with_the_right_file(tmp_path) -> None:
     token = tmp_path / "token"
     token.write_bytes(b"secret")
-    assert worker.probe(str(token), "secret")["local"] is True
-    assert worker.probe(str(token), "other")["local"] is False
-    assert worker.probe(str(tmp_path / "missing"), "secret")["local"] is False
-    assert worker.probe("", "secret")["local"] is False
+    assert worker_tasks.probe(str(token), "secret")["local"] is True
+    assert worker_tasks.probe(str(token), "other")["local"] is False
+    assert worker_tasks.probe(str(tmp_path / "missing"), "secret")["local"] is False
+    assert worker_tasks.probe("", "secret")["local"] is False
 
 
 def test_segments_are_written_many_files_at_once_every_chunk_once() -> None:
     """Writes into one tmpfs file are serialised by its lock: the threads must each be on a
     different file, and the first files complete first."""
-    from gpudask_jupyter.convert import spread
-    from gpudask_jupyter.convert.pieces import Delivery, Piece
+    from gpudask_jupyter.convert.distribute import spread
+    from gpudask_jupyter.convert.distribute.segment_plan import Delivery, Piece
 
     chunk = spread.WRITE_CHUNK
     deliveries = [

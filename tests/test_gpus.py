@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpudask_jupyter.gpus import identifier, parse_spec, select, visible
-from gpudask_jupyter.nvml import Device
+from gpudask_jupyter.cluster.gpus import identifier, parse_spec, select, visible
+from gpudask_jupyter.machine.nvml import Device
 
 UUID0 = "GPU-0a0a0a0a-1111-2222-3333-444444444444"
 UUID1 = "GPU-1b1b1b1b-1111-2222-3333-444444444444"

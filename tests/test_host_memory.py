@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpudask_jupyter.convert import host_memory
-from gpudask_jupyter.convert.host_memory import HUGE_PAGE, empty, map_fresh, prefault
+from gpudask_jupyter.convert.pinned import host_memory
+from gpudask_jupyter.convert.pinned.host_memory import HUGE_PAGE, empty, map_fresh, prefault
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux memory")
 

@@ -20,7 +20,9 @@ import pytest
 from IPython.core.error import UsageError
 from support import DaskProcesses, spawned_workers, wait_gone, write_tls_files
 
-from gpudask_jupyter import cluster, cluster_join, registry
+from gpudask_jupyter import registry
+from gpudask_jupyter.cluster import join
+from gpudask_jupyter.cluster import session as cluster
 from gpudask_jupyter.monitor import Monitor
 from gpudask_jupyter.server.registry_monitor import RegistrySources
 from gpudask_jupyter.widget import shared_monitor
@@ -57,7 +59,7 @@ def _children() -> list[int]:
 def _nothing_left(pids: list[int]) -> None:
     assert wait_gone([psutil.Process(p) for p in pids if psutil.pid_exists(p)]) == []
     assert _children() == []
-    assert cluster_join.THREAD_NAME not in {t.name for t in threading.enumerate()}
+    assert join.THREAD_NAME not in {t.name for t in threading.enumerate()}
     assert cluster.current() is None
 
 

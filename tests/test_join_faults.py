@@ -13,7 +13,9 @@ import pytest
 from IPython.core.error import UsageError
 from support import DaskProcesses, free_port, spawned_workers, wait_gone
 
-from gpudask_jupyter import cluster, cluster_join, registry
+from gpudask_jupyter import registry
+from gpudask_jupyter.cluster import join
+from gpudask_jupyter.cluster import session as cluster
 
 TIMEOUT = 2.0
 SLACK = 3.0  # the machine may be busy; a hang would take far longer
@@ -32,7 +34,7 @@ def _open_to(port: int) -> list[object]:
 def _nothing_running(runtime_dir: Path) -> None:
     assert cluster.current() is None
     assert [p for p in spawned_workers() if p.ppid() == os.getpid()] == []
-    assert cluster_join.THREAD_NAME not in {t.name for t in threading.enumerate()}
+    assert join.THREAD_NAME not in {t.name for t in threading.enumerate()}
     assert registry.read_all(runtime_dir) == {}
 
 
@@ -136,6 +138,6 @@ def test_a_scheduler_that_dies_status_says_so_and_stop_ends_our_workers(
     assert "no longer reachable" in capsys.readouterr().out
     started = time.monotonic()
     shell.run_line_magic("gpu_cluster", "stop")
-    assert time.monotonic() - started < 2 * cluster_join.CLOSE_TIMEOUT
+    assert time.monotonic() - started < 2 * join.CLOSE_TIMEOUT
     assert wait_gone(ours) == []
     _nothing_running(runtime_dir)

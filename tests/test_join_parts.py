@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 from IPython.core.completer import provisionalcompleter
 
-from gpudask_jupyter import magic_args, registry
-from gpudask_jupyter.cluster_join import Retirement
-from gpudask_jupyter.cluster_options import LEAVE_TIMEOUT, StartOptions, join_keywords
-from gpudask_jupyter.cluster_target import AttachTarget
-from gpudask_jupyter.nvml import Device
+from gpudask_jupyter import registry
+from gpudask_jupyter.cluster.join import Retirement
+from gpudask_jupyter.cluster.options import LEAVE_TIMEOUT, StartOptions, join_keywords
+from gpudask_jupyter.cluster.target import AttachTarget
+from gpudask_jupyter.machine import processes
+from gpudask_jupyter.machine.nvml import Device
+from gpudask_jupyter.magics import parsers
 
 
 def _complete(shell, line: str) -> list[str]:
@@ -58,11 +60,11 @@ def test_help_shows_join_and_leave(shell, capsys) -> None:
 
 
 def test_joins_options_are_starts_defaults() -> None:
-    parser = magic_args.parser_of(magic_args.join)
+    parser = parsers.parser_of(parsers.join)
     args = parser.parse_argstring("tcp://10.0.0.5:8786")
-    assert magic_args.join_options(args) == StartOptions()
+    assert parsers.join_options(args) == StartOptions()
     assert parser.parse_argstring("").address is None
-    leave = magic_args.parser_of(magic_args.leave).parse_argstring("")
+    leave = parsers.parser_of(parsers.leave).parse_argstring("")
     assert leave.timeout == LEAVE_TIMEOUT
 
 
@@ -70,7 +72,7 @@ def test_gpu_workers_are_bound_and_advertise_a_gpu() -> None:
     devices = [Device(1, "GPU-1111", "H200", 2**30), Device(3, "GPU-3333", "H200", 2**30)]
     opts = StartOptions(rmm_pool_size=0.5, rmm_async=True, resources={"MEM": 2e9})
     assert join_keywords(opts, devices, security="S") == {
-        "preload": ["gpudask_jupyter.worker_setup"],
+        "preload": ["gpudask_jupyter.cluster.worker_setup"],
         "security": "S",
         "dashboard": False,
         "dashboard_address": None,
@@ -118,7 +120,7 @@ def _raw(**changes: object) -> dict[str, object]:
         "tls": None,
         "created": 1.0,
         "version": registry.SCHEMA_VERSION,
-        "started": registry.process_started(os.getpid()),
+        "started": processes.process_started(os.getpid()),
         "workers": ["tcp://10.0.0.7:4001", "tcp://10.0.0.7:4002"],
     }
     raw.update(changes)
@@ -126,7 +128,7 @@ def _raw(**changes: object) -> dict[str, object]:
 
 
 def _read(folder: Path, raw: dict[str, object]) -> registry.Entry:
-    path = folder / f"{registry.PREFIX}k1.json"
+    path = folder / f"{registry.ENTRY_PREFIX}k1.json"
     path.write_text(json.dumps(raw))
     path.chmod(0o600)
     return registry.read_all(folder)["k1"]

@@ -6,7 +6,7 @@ import pytest
 from IPython.core.error import UsageError
 from support import spawned_workers
 
-from gpudask_jupyter import cluster
+from gpudask_jupyter.cluster import session
 
 
 @pytest.mark.parametrize(
@@ -79,7 +79,7 @@ def test_bad_input_is_a_usage_error_and_starts_nothing(
     text = str(info.value)
     assert message in text
     assert usage in text
-    assert cluster.current() is None
+    assert session.current() is None
     assert spawned_workers() == []
 
 
@@ -104,7 +104,7 @@ def test_subcommand_help_prints_and_does_nothing(shell, capsys) -> None:
     assert shell.run_line_magic("gpu_cluster", "start --help") is None
     out = capsys.readouterr().out
     assert "%gpu_cluster start" in out and "--device-memory-limit" in out
-    assert cluster.current() is None
+    assert session.current() is None
     shell.run_line_magic("gpu_cluster", "attach -h")
     assert "--tls-ca-file" in capsys.readouterr().out
 
@@ -141,15 +141,15 @@ def test_an_unbalanced_quote_in_a_cell_magic_is_a_usage_error(shell, magic: str,
 
 
 def test_cpu_workers_are_bounded_by_the_cores_unless_asked(shell) -> None:
-    from gpudask_jupyter import nvml
-    from gpudask_jupyter.cluster_options import usable_cores
+    from gpudask_jupyter.cluster.options import usable_cores
+    from gpudask_jupyter.machine import nvml
 
     if nvml.status().available:
         pytest.skip("the bound on CPU workers applies to the CPU fallback; this machine has a GPU")
     cores = usable_cores()
     with pytest.raises(UsageError, match=f"--n-workers 100000: this kernel may use {cores} core"):
         shell.run_line_magic("gpu_cluster", "start --n-workers 100000")
-    assert cluster.current() is None and spawned_workers() == []
+    assert session.current() is None and spawned_workers() == []
     shell.run_line_magic(
         "gpu_cluster", f"start --n-workers {cores + 1} --oversubscribe --memory-limit 1GB"
     )

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from gpudask_jupyter import nvml
-from gpudask_jupyter.frame import WorkerInfo
+from gpudask_jupyter.machine import nvml
 from gpudask_jupyter.monitor import Cursor, Monitor, Source
 from gpudask_jupyter.monitor.callers import ClientCaller
-from gpudask_jupyter.taskstream import SeqBuffer
+from gpudask_jupyter.monitor.taskstream import SeqBuffer
+from gpudask_jupyter.schema.frame import WorkerInfo
 
 
 def slow_inc(x: int, delay: float = 0.05) -> int:
@@ -270,10 +270,10 @@ def test_deltas_follow_the_cursor_and_a_foreign_cursor_gets_a_snapshot() -> None
 
 
 def test_the_kernel_monitor_follows_no_cluster_until_one_is_started() -> None:
-    from gpudask_jupyter import cluster
+    from gpudask_jupyter.cluster import session
     from gpudask_jupyter.widget import shared_monitor
 
-    assert cluster.current() is None
+    assert session.current() is None
     assert shared_monitor.kernel_sources() == {}
 
 
@@ -336,7 +336,7 @@ def test_tasks_waiting_for_a_resource_no_worker_offers_are_in_the_frame(dask_cli
 
 
 def test_the_probe_gives_each_workers_process_id(dask_client) -> None:
-    from gpudask_jupyter import scheduler_probe
+    from gpudask_jupyter.monitor import scheduler_probe
 
     scheduler_probe.ship_by_value()
     answer = dask_client.run_on_scheduler(scheduler_probe.poll)
@@ -447,8 +447,7 @@ def test_the_polling_function_is_pickled_once_and_sent_as_bytes(monkeypatch) -> 
     import cloudpickle
     from distributed.protocol.pickle import dumps, loads
 
-    from gpudask_jupyter import scheduler_probe
-    from gpudask_jupyter.monitor import callers
+    from gpudask_jupyter.monitor import callers, scheduler_probe
 
     shipped = callers.shipped("poll")
     assert callers.shipped("poll") is shipped

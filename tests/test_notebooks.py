@@ -37,7 +37,7 @@ SPEED_UP = "speed-up "
 
 
 def _gpu_usable() -> bool:
-    from gpudask_jupyter import nvml
+    from gpudask_jupyter.machine import nvml
 
     return nvml.status().available and all(
         importlib.util.find_spec(module) is not None for module in ("cupy", "dask_cuda")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pynvml
 import pytest
 
-from gpudask_jupyter import config, nvml
+from gpudask_jupyter import config
+from gpudask_jupyter.machine import nvml
 
 
 @pytest.mark.parametrize(

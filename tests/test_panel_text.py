@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gpudask_jupyter.frame import VERSION, Frame
+from gpudask_jupyter.schema.frame import VERSION, Frame
 from gpudask_jupyter.widget import show_panel, widget_front_end
 from gpudask_jupyter.widget.snapshot import frame_text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpudask_jupyter import config
-from gpudask_jupyter.magic_args import SUBCOMMANDS
+from gpudask_jupyter.magics.parsers import SUBCOMMANDS
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpudask_jupyter import registry
+from gpudask_jupyter.machine import processes
 
 
 def _entry(kernel_id: str = "k1", pid: int | None = None) -> registry.Entry:
@@ -36,7 +37,7 @@ def test_loose_permissions_are_ignored(tmp_path: Path, mode: int) -> None:
 
 def test_symlink_is_ignored(tmp_path: Path) -> None:
     target = registry.write(_entry("real"), tmp_path)
-    (tmp_path / f"{registry.PREFIX}link.json").symlink_to(target)
+    (tmp_path / f"{registry.ENTRY_PREFIX}link.json").symlink_to(target)
     assert set(registry.read_all(tmp_path)) == {"real"}
 
 
@@ -68,7 +69,7 @@ def test_foreign_owner_check_without_root(tmp_path: Path) -> None:
 
 
 def test_malformed_and_dead_entries_are_ignored(tmp_path: Path) -> None:
-    bad = tmp_path / f"{registry.PREFIX}bad.json"
+    bad = tmp_path / f"{registry.ENTRY_PREFIX}bad.json"
     bad.write_text("{not json")
     bad.chmod(0o600)
     dead = subprocess.run(
@@ -114,7 +115,7 @@ def _raw(**changes: object) -> dict[str, object]:
                 "tls": None,
                 "created": 1.0,
                 "version": registry.SCHEMA_VERSION,
-                "started": registry.process_started(os.getpid()),
+                "started": processes.process_started(os.getpid()),
             }
         )
     )
@@ -123,7 +124,7 @@ def _raw(**changes: object) -> dict[str, object]:
 
 
 def _write_raw(folder: Path, raw: object, name: str = "k1") -> Path:
-    path = folder / f"{registry.PREFIX}{name}.json"
+    path = folder / f"{registry.ENTRY_PREFIX}{name}.json"
     path.write_text(json.dumps(raw))
     path.chmod(0o600)
     return path
@@ -181,17 +182,17 @@ def test_decorations_that_are_wrong_are_dropped_not_fatal(tmp_path: Path) -> Non
 
 
 def test_a_huge_or_deep_file_is_skipped(tmp_path: Path) -> None:
-    path = tmp_path / f"{registry.PREFIX}k1.json"
+    path = tmp_path / f"{registry.ENTRY_PREFIX}k1.json"
     path.write_text(json.dumps(_raw(padding="x" * (registry.MAX_ENTRY_BYTES + 1))))
     path.chmod(0o600)
-    deep = tmp_path / f"{registry.PREFIX}deep.json"
+    deep = tmp_path / f"{registry.ENTRY_PREFIX}deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     deep.chmod(0o600)
     assert registry.read_all(tmp_path) == {}
 
 
 def test_a_fifo_in_the_registry_does_not_block(tmp_path: Path) -> None:
-    fifo = tmp_path / f"{registry.PREFIX}fifo.json"
+    fifo = tmp_path / f"{registry.ENTRY_PREFIX}fifo.json"
     os.mkfifo(fifo, 0o600)
     _write_raw(tmp_path, _raw())
     assert set(registry.read_all(tmp_path)) == {"k1"}
@@ -207,7 +208,7 @@ def test_kernel_id_must_be_the_files_own(tmp_path: Path) -> None:
 
 def test_a_reused_pid_does_not_revive_an_entry(tmp_path: Path) -> None:
     """Same pid (ours), another start time: the process that wrote it is gone."""
-    started = registry.process_started(os.getpid())
+    started = processes.process_started(os.getpid())
     assert started is not None
     _write_raw(tmp_path, _raw(started=started - 3600))
     assert registry.read_all(tmp_path) == {}
@@ -231,7 +232,7 @@ def test_prune_removes_dead_entries_and_their_tls_keys_only(tmp_path: Path) -> N
     _write_raw(tmp_path, newer, name="newer")
     assert sorted(registry.prune(tmp_path)) == ["dead", "reused"]
     left = sorted(p.name for p in tmp_path.iterdir())
-    assert left == [f"{registry.PREFIX}alive.json", f"{registry.PREFIX}newer.json"]
+    assert left == [f"{registry.ENTRY_PREFIX}alive.json", f"{registry.ENTRY_PREFIX}newer.json"]
 
 
 def test_prune_removes_loose_tls_folders_only_when_old(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from jupyter_server.auth.authorizer import Authorizer
 from tornado.httpclient import HTTPClientError
 
 from gpudask_jupyter import registry
-from gpudask_jupyter.frame import VERSION
+from gpudask_jupyter.schema.frame import VERSION
 from gpudask_jupyter.server import handlers, registry_monitor
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
@@ -188,7 +188,7 @@ async def test_an_interval_that_is_not_a_finite_number_is_refused(jp_fetch, inte
 
 
 def _write_raw_entry(runtime: Any, name: str, fields: dict[str, Any]) -> None:
-    path = runtime / f"{registry.PREFIX}{name}.json"
+    path = runtime / f"{registry.ENTRY_PREFIX}{name}.json"
     path.write_text(json.dumps(fields))
     path.chmod(0o600)
 

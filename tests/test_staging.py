@@ -4,7 +4,7 @@ The fake backend's "DMA" runs only when an event or stream behind it is waited f
 real copy may still be in flight: a buffer refilled before its DMA ran, or drained before its DMA
 landed, gives wrong bytes here too. Device memory is host memory.
 
-Device→host, the destinations are fresh mappings (:mod:`gpudask_jupyter.convert.host_memory`)
+Device→host, the destinations are fresh mappings (:mod:`gpudask_jupyter.convert.pinned.host_memory`)
 that the copy threads fault in ahead of the copy: a recording fault-in checks that each piece's
 destination is still untouched, with its DMA in flight, when it is faulted in.
 """
@@ -26,9 +26,9 @@ import pandas as pd
 import pytest
 from test_host_memory import mapping_of
 
-from gpudask_jupyter.convert import host_memory
-from gpudask_jupyter.convert.ring import MiB, Pieces, Segment, layout
-from gpudask_jupyter.convert.staging import Batch, PinnedStager
+from gpudask_jupyter.convert.pinned import host_memory, ring
+from gpudask_jupyter.convert.pinned.ring import MiB, PieceQueue, Segment
+from gpudask_jupyter.convert.pinned.staging import Batch, PinnedStager
 
 
 class FakeStream:
@@ -140,14 +140,14 @@ def stager() -> Any:
 def test_layout_fits_the_budget_and_keeps_the_ring_small() -> None:
     for capacity in (4 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB):
         for threads in (1, 2, 8, 14, 16):
-            depth, chunk = layout(capacity, threads)
+            depth, chunk = ring.shape(capacity, threads)
             assert depth == 2
             assert chunk % (64 * 1024) == 0 and MiB <= chunk <= 4 * MiB
             if capacity >= 2 * threads * MiB:
                 assert depth * chunk * threads <= capacity
     # the default budget is exactly the ring of 16 threads; a larger budget is not filled
-    assert layout(128 * MiB, 16) == (2, 4 * MiB) == layout(1024 * MiB, 16)
-    assert layout(64 * MiB, 16) == (2, 2 * MiB)
+    assert ring.shape(128 * MiB, 16) == (2, 4 * MiB) == ring.shape(1024 * MiB, 16)
+    assert ring.shape(64 * MiB, 16) == (2, 2 * MiB)
 
 
 def test_device_to_host_moves_one_huge_page_at_a_time_and_host_to_device_a_whole_buffer() -> None:
@@ -179,7 +179,7 @@ def test_device_to_host_moves_one_huge_page_at_a_time_and_host_to_device_a_whole
 def test_pieces_cover_every_byte_once_and_stop_at_segment_ends() -> None:
     sizes = [25, 0, 7, 8]
     segments = [Segment(10_000 * i, 99_000_000 + 10_000 * i, n) for i, n in enumerate(sizes)]
-    pieces = Pieces(segments, chunk=8)
+    pieces = PieceQueue(segments, chunk=8)
     taken = []
     while (piece := pieces.next()) is not None:
         taken.append(piece)
@@ -320,7 +320,7 @@ class Ahead:
 
 
 def _pieces(segments: list[Segment], chunk: int) -> set[tuple[int, int]]:
-    pieces = Pieces(segments, chunk)
+    pieces = PieceQueue(segments, chunk)
     found = set()
     while (piece := pieces.next()) is not None:
         found.add((piece[0], piece[2]))

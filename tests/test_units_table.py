@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpudask_jupyter.table import Table
-from gpudask_jupyter.units import format_bytes, parse_bytes, parse_seconds
+from gpudask_jupyter.text.table import Table
+from gpudask_jupyter.text.units import format_bytes, parse_bytes, parse_seconds
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpudask_jupyter import heartbeat, scheduler_probe
+from gpudask_jupyter.monitor import heartbeat, scheduler_probe
 
 _RELEASE = threading.Event()
 

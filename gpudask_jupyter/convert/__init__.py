@@ -4,7 +4,7 @@
 variables of a namespace as one transaction. Objects no converter knows are returned unchanged.
 ``to_gpu(obj, distribute=True)`` spreads a pandas / NumPy object over the cluster's workers as a
 persisted Dask collection, ``to_cpu(obj, gather=True)`` brings one back
-(:func:`.distribute.distribute_names`, :func:`.distribute.gather_names`).
+(:func:`.distribute.variables.distribute_names`, :func:`.distribute.variables.gather_names`).
 Without a usable GPU the data stays on the host and the user is told once, unless a GPU is
 required, which makes it an error.
 """
@@ -64,7 +64,7 @@ def forget_notices() -> None:
 
 def _one(obj: Any, convert: Callable[..., Any], require_gpu: bool | None, **options: Any) -> Any:
     """A transaction on a namespace of one name, ``argument``: what the functions share with
-    the magics. ``convert`` is :func:`convert_names` or one of :mod:`.distribute`'s."""
+    the magics. ``convert`` is :func:`convert_names` or one of :mod:`.distribute.variables`'s."""
     namespace = {"argument": obj}
     _, unavailable = convert(
         namespace,
@@ -108,7 +108,7 @@ def to_gpu(
     """
     if not distribute:
         return _one(obj, convert_names, require_gpu, direction="gpu", device=device)
-    from .distribute import distribute_names
+    from .distribute.variables import distribute_names
 
     return _one(obj, distribute_names, require_gpu, client=client, npartitions=npartitions)
 
@@ -121,7 +121,7 @@ def to_cpu(obj: Any, *, gather: bool = False, client: Any = None) -> Any:
     """
     if not gather:
         return _one(obj, convert_names, False, direction="cpu")
-    from .distribute import gather_names
+    from .distribute.variables import gather_names
 
     namespace = {"argument": obj}
     gather_names(namespace, ["argument"], client=client, leave_on_host="keep it on the cluster")

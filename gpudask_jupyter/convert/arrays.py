@@ -1,16 +1,16 @@
 """NumPy ↔ CuPy, with results equal to ``cupy.asarray`` / ``ndarray.get()``.
 
-Large arrays take the pinned pipeline (:mod:`.staging`); small ones, where a pipeline cannot pay
-for itself, CuPy's own copy.
+Large arrays take the pinned pipeline (:mod:`.pinned.staging`); small ones, where a pipeline cannot
+pay for itself, CuPy's own copy.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import staging
 from .converter import Context
 from .failures import Unsupported
+from .pinned import staging
 
 _CUPY_KINDS = set("biufc")
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import compat
-from . import staging
+from .pinned import staging
 
 Finish = Callable[[], Any]
 MAX_INT32 = 2**31 - 1

@@ -20,9 +20,11 @@ from functools import partial
 from typing import Any
 
 from .. import compat
-from . import arrow_columns, staging
+from . import arrow_columns
+from .arrow_columns import Finish
 from .converter import Context
 from .failures import ColumnFailure
+from .pinned import staging
 
 _FAST_KINDS = set("biuf")
 _TIME_UNITS = {"s", "ms", "us", "ns"}
@@ -47,9 +49,6 @@ def nan_as_null() -> bool | None:
     import cudf
 
     return False if cudf.get_option("mode.pandas_compatible") else None
-
-
-Finish = Callable[[], Any]
 
 
 class _Crossing:
@@ -87,10 +86,8 @@ class _Crossing:
 
     def build(self) -> list[Any]:
         """The columns, the pinned ones once the whole batch has crossed. Building each as soon
-        as its own bytes had landed, while later ones still copied, was measured slower (a
-        2 GiB frame at 68% of the rate of its copy alone, against 88% when built after it),
-        likely because cuDF frees device memory as it builds and a ``cudaFree`` waits for the
-        whole device, copies included."""
+        as its own bytes have landed, while later ones still copy, is slower: cuDF frees device
+        memory as it builds, and a ``cudaFree`` waits for the whole device, copies included."""
         built: list[Any] = [None] * len(self._pending)
         with self.batch.running():
             for i, (label, source, finish, own_path) in enumerate(self._pending):
@@ -111,7 +108,7 @@ class _Crossing:
 
 def device_kind(dtype: Any) -> bool:
     """Whether a column of this NumPy dtype is built from its raw bytes on the device (by
-    :func:`column_from_device`); other columns take cuDF's own path or :mod:`.arrow_columns`."""
+    :func:`device_column`); other columns take cuDF's own path or :mod:`.arrow_columns`."""
     import numpy as np
 
     if not isinstance(dtype, np.dtype) or not dtype.isnative:
@@ -121,13 +118,13 @@ def device_kind(dtype: Any) -> bool:
     return dtype.kind in "mM" and np.datetime_data(dtype)[0] in _TIME_UNITS
 
 
-def column_from_device(dtype: Any, dev: Any, null: bool | None) -> Any:
+def device_column(dtype: Any, dev: Any, null: bool | None) -> Any:
     """The cuDF column ``cudf.from_pandas`` makes of a column of ``dtype`` whose bytes are the
     CuPy array ``dev`` (int64 for datetimes and timedeltas, whose NaT becomes null).
 
     NaN and NaT become nulls, which takes a scan of the column; cuDF's own scans allocate a
-    mask as large as the column and free it again (about 4 of the 60 ms a 2 GiB frame took to
-    cross). One reduction first says whether there is anything to find at all: a float sum is
+    mask as large as the column and free it again, a visible share of a large frame's crossing.
+    One reduction first says whether there is anything to find at all: a float sum is
     NaN only if a value is NaN (or both infinities occur; then cuDF's own scan decides), and NaT
     is the smallest int64, so a minimum equal to it means a NaT is there.
     """
@@ -156,7 +153,7 @@ def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish
             return None
         host = series.to_numpy(copy=False)
         dev = batch.device_array(host.view(np.int64) if dtype.kind in "mM" else host)
-        return lambda: column_from_device(dtype, dev, null)
+        return lambda: device_column(dtype, dev, null)
     finish = arrow_columns.to_device(series, null, batch)
     if finish is not None:
         return finish

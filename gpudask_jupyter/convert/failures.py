@@ -11,7 +11,7 @@ import sys
 import traceback
 from typing import Any
 
-from ..units import format_bytes
+from ..text.units import format_bytes
 from .report import nbytes_of
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..table import Table
-from ..units import format_bytes, format_seconds
+from ..text.table import Table
+from ..text.units import format_bytes, format_seconds
 
 log = logging.getLogger(__name__)
 

@@ -58,8 +58,8 @@ def convert_one(
     if not converter.lazy:
         _synchronize()
     elapsed = time.perf_counter() - started
-    # the size of the host side: a cuDF frame's memory_usage sums on the device (about 2 ms of
-    # a 2 GiB frame's 66 ms back to the host), a pandas frame's on the host
+    # the size of the host side: a cuDF frame's memory_usage sums on the device (a visible share
+    # of a large frame's way back), a pandas frame's on the host
     host_side = new if converter.direction == "cpu" else obj
     moved = Moved(
         name=name,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import config
-from ..frame import Frame, clamp_history
+from ..schema.frame import Frame, clamp_history
 from .assembly import assemble
 from .consumers import Consumers
 from .cursor import BadCursor, Cursor

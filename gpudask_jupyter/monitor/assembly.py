@@ -10,16 +10,8 @@ from __future__ import annotations
 
 import time
 
-from .. import nvml
-from ..frame import (
-    VERSION,
-    ClusterInfo,
-    DeviceInfo,
-    Frame,
-    NvmlInfo,
-    Sample,
-    TaskRect,
-)
+from ..machine import nvml
+from ..schema.frame import VERSION, ClusterInfo, DeviceInfo, Frame, NvmlInfo, Sample, TaskRect
 from .cursor import Cursor
 from .sampling import Sampler
 from .trackers import ClusterTracker

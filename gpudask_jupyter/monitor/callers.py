@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
-from .. import compat, scheduler_probe
+from .. import compat
+from . import scheduler_probe
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +44,14 @@ class Caller(Protocol):
 
 
 class Shipped:
-    """A function of :mod:`..scheduler_probe` pickled (by value) once, sent as those bytes ever
+    """A function of :mod:`.scheduler_probe` pickled (by value) once, sent as those bytes ever
     after.
 
-    Pickling ``scheduler_probe.poll`` by value walks that module and :mod:`..compat` (some forty
-    code objects): about 0.4 ms of the kernel's CPU per call, four times a second while a panel
-    is open. Pickling this object costs a copy of the bytes (this module is not itself shipped
-    by value, so Dask pickles it with plain pickle); the receiving end rebuilds the function
-    with :func:`pickle.loads`, which any Dask scheduler has.
+    Pickling ``scheduler_probe.poll`` by value walks that module and :mod:`..compat` (dozens of code
+    objects) on every call, four times a second while a panel is open. Pickling this object costs a
+    copy of the bytes (this module is not itself shipped by value, so Dask pickles it with plain
+    pickle); the receiving end rebuilds the function with :func:`pickle.loads`, which any Dask
+    scheduler has.
     """
 
     def __init__(self, function: Any) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..frame import clamp_history, clamp_interval
+from ..schema.frame import clamp_history, clamp_interval
 
 log = logging.getLogger(__name__)
 

@@ -1,14 +1,14 @@
 """This machine's GPUs as the monitor samples them: NVML readings by name, PCIe kept cheap.
 
-NVML's PCIe counters block for about 20 ms per device and direction, so they are read at most
-every PCIE_EVERY seconds (and not at all when sampling is slower than that); the samples between
-carry the last figures read.
+NVML's PCIe counters block for a sampling window per device and direction, so they are read at
+most every PCIE_EVERY seconds (and not at all when sampling is slower than that); the samples
+between carry the last figures read.
 """
 
 from __future__ import annotations
 
-from .. import nvml
-from ..frame import DeviceInfo, DeviceReading, Processes, ProcessInfo
+from ..machine import nvml
+from ..schema.frame import DeviceInfo, DeviceReading, Processes, ProcessInfo
 
 PCIE_EVERY = 5.0
 

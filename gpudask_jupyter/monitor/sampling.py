@@ -19,9 +19,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..frame import HISTORY_RANGE, INTERVAL_RANGE, DeviceReading, Processes, Sample
-from ..taskstream import SeqBuffer
+from ..schema.frame import HISTORY_RANGE, INTERVAL_RANGE, DeviceReading, Processes, Sample
 from .local_gpus import LocalGpus
+from .taskstream import SeqBuffer
 from .trackers import CALL_TIMEOUT, ClusterTracker, Source, Trackers, local_hosts
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Clusters come from a *sources* function the monitor's owner registers: the kernel's current
 cluster for a panel, the registry entries of every kernel for the sidebar. A ClusterTracker per
-source asks the scheduler one question per tick (:mod:`..scheduler_probe`): new task-stream
+source asks the scheduler one question per tick (:mod:`.scheduler_probe`): new task-stream
 records, progress per task prefix, the workers with their heartbeat figures and the resources
 waiting tasks ask of no worker. The question is a call that returns at once (:mod:`.callers`),
 so the sampler asks every cluster together and none waits for another.
@@ -27,8 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import scheduler_probe
-from ..frame import (
+from ..schema.frame import (
     ClusterState,
     DeviceInfo,
     DeviceReading,
@@ -37,9 +36,9 @@ from ..frame import (
     TaskRect,
     WorkerInfo,
 )
-from ..taskstream import SeqBuffer, rectangles
-from . import callers
+from . import callers, scheduler_probe
 from .callers import Caller
+from .taskstream import SeqBuffer, rectangles
 from .workers import memory_by_device, read_workers
 
 log = logging.getLogger(__name__)

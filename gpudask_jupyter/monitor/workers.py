@@ -1,6 +1,6 @@
 """A cluster's workers as the frame shows them, read from the identities the scheduler returns.
 
-Each worker's task counts come from its heartbeats (:func:`..heartbeat.task_counts`), its GPU
+Each worker's task counts come from its heartbeats (:func:`.heartbeat.task_counts`), its GPU
 from the heartbeat GPU figures: a GPU local NVML also sees keeps its NVML id, one on another
 machine becomes a device of its own ("worker:<address>") sampled through the heartbeats. The
 worker's process id, which the scheduler knows, finds the worker's share of a local GPU's memory
@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import heartbeat
-from ..frame import DeviceInfo, DeviceReading, WorkerGpu, WorkerInfo
+from ..schema.frame import DeviceInfo, DeviceReading, WorkerGpu, WorkerInfo
+from . import heartbeat
 
 
 @dataclass
-class WorkerView:
+class WorkerReport:
     """What one scheduler answer says about the workers."""
 
     workers: list[WorkerInfo] = field(default_factory=list)
@@ -35,11 +35,11 @@ def read_workers(
     hosts: set[str],
     local_names: dict[str, str],
     ours: Callable[[str], bool],
-) -> WorkerView:
+) -> WorkerReport:
     """The workers of ``identities`` (address -> scheduler's identity); ``hosts`` are this
     machine's names, ``local_names`` map a worker's name to a local GPU's id, ``ours`` says which
     workers the kernel started or lent."""
-    view = WorkerView()
+    view = WorkerReport()
     for address, identity in identities.items():
         name = str(identity.get("name", address))
         host = str(identity.get("host", ""))
@@ -60,7 +60,7 @@ def _worker_gpu(
     name: str,
     host: str,
     local: str | None,
-    view: WorkerView,
+    view: WorkerReport,
 ) -> WorkerGpu | None:
     """The worker's GPU from its heartbeats. A GPU that local NVML does not see (``local`` is
     None: another machine's) becomes a device of its own in ``view.remote``, sampled through the

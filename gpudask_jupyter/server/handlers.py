@@ -14,8 +14,9 @@ from jupyter_server.utils import url_path_join
 from tornado.ioloop import IOLoop
 from tornado.web import HTTPError, authenticated
 
-from ..frame import clamp_interval
 from ..monitor import BadCursor, Cursor
+from ..schema.frame import clamp_interval
+from ..schema.protocol import FRAME_ROUTE, KERNELS_ROUTE
 from .registry_monitor import registry_sources, server_monitor
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class KernelsHandler(_Handler):
     @authenticated
     @authorized
     async def get(self) -> None:
-        from .. import nvml
+        from ..machine import nvml
 
         entries = await IOLoop.current().run_in_executor(None, registry_sources().entries)
         state = nvml.status()
@@ -103,7 +104,7 @@ def _described(entry: Any) -> dict[str, str | None] | None:
     }
 
 
-ROUTES = [("gpudask/api/frame", FrameHandler), ("gpudask/api/kernels", KernelsHandler)]
+ROUTES = [(FRAME_ROUTE, FrameHandler), (KERNELS_ROUTE, KernelsHandler)]
 
 
 def setup_handlers(web_app: Any) -> None:

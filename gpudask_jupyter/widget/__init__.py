@@ -7,7 +7,7 @@ its own thread; each panel sends its views only what is new since the last frame
 message, and only while a view is there: the view says ``hello`` when it is drawn and ``bye``
 when it is disposed (re-running the cell, closing the output), so a panel nobody sees costs
 nothing, and the sampler stops with the last view. The views' buttons arrive as ``control``
-messages and run through :mod:`..controls`. The first panel registers :func:`close_all` with
+messages and run through :mod:`..magics.controls`. The first panel registers :func:`close_all` with
 :mod:`..lifecycle`, so ``%unload_ext`` closes every panel and stops the sampler.
 
 Where no widget front end exists (a terminal, ``jupyter console``), :func:`show_panel` prints a
@@ -28,8 +28,14 @@ import anywidget
 import traitlets
 
 from .. import lifecycle
-from ..frame import DEFAULT_HISTORY, DEFAULT_INTERVAL, clamp_history, clamp_interval
 from ..monitor import Cursor
+from ..schema.frame import DEFAULT_HISTORY, DEFAULT_INTERVAL, clamp_history, clamp_interval
+from ..schema.protocol import (
+    ControlResultMessage,
+    ControlStartedMessage,
+    FrameMessage,
+    KernelMessage,
+)
 from .shared_monitor import KEY, kernel_monitor, stop_kernel_monitor
 from .snapshot import snapshot_text
 
@@ -150,12 +156,12 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
             if not self._views:
                 return
             frame, self._cursor = self._monitor.frame(KEY, self._cursor, self.history)
-            if self._send_to_views({"type": "frame", "frame": frame}):
+            if self._send_to_views(FrameMessage(type="frame", frame=frame)):
                 return
             self._views.clear()  # nobody can receive frames: stop making them
         self._unsubscribe()
 
-    def _send_to_views(self, content: dict[str, Any]) -> bool:
+    def _send_to_views(self, content: KernelMessage) -> bool:
         try:
             if self.comm is None:
                 return False
@@ -168,13 +174,13 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
     def _control(self, content: dict[str, Any]) -> None:
         """A button of a view: run it (on the kernel's main thread, where comm messages are
         handled, after any running cell) and answer with its result."""
-        from .. import controls
+        from ..magics import controls
 
-        ident = content.get("id")
+        ident: Any = content.get("id")  # echoed as the view sent it
         n = content.get("n")
-        self._send_to_views({"type": "control-started", "id": ident})
+        self._send_to_views(ControlStartedMessage(type="control-started", id=ident))
         result = controls.run(str(content.get("action")), n if isinstance(n, int) else None)
-        self._send_to_views({"type": "control-result", "id": ident, **result})
+        self._send_to_views(ControlResultMessage(type="control-result", id=ident, **result))
 
     # -- text ----------------------------------------------------------------------------------
 

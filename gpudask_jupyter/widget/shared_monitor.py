@@ -1,7 +1,7 @@
 """The kernel's one Monitor, shared by every panel of the kernel: it follows the kernel's cluster.
 
 The monitor is told which cluster to follow by the sources function registered here, which reads
-:func:`..cluster.current` on every tick: a cluster started, replaced or stopped by
+:func:`..cluster.session.current` on every tick: a cluster started, replaced or stopped by
 ``%gpu_cluster`` shows up in the panels without either side calling the other.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from .. import cluster
+from ..cluster import session as cluster_session
 from ..monitor import Monitor, Source
 from ..monitor.callers import ClientCaller
 
@@ -27,7 +27,7 @@ def kernel_sources() -> dict[str, Source]:
     """The kernel's current cluster until it is stopped; none otherwise. A cluster whose
     scheduler stopped answering stays (the panel says it is unreachable), one whose client was
     closed shows as closed."""
-    session = cluster.current()
+    session = cluster_session.current()
     if session is None:
         return {}
     try:

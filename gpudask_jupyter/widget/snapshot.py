@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import time
 
-from ..frame import DeviceReading, Frame, WorkerInfo
 from ..monitor import Monitor
 from ..monitor.trackers import CALL_TIMEOUT
-from ..units import format_bytes
+from ..schema.frame import DeviceReading, Frame, WorkerInfo
+from ..text.units import format_bytes
 from .shared_monitor import KEY, kernel_sources, running_monitor
 
 log = logging.getLogger(__name__)

@@ -4,13 +4,13 @@
  *
  * Protocol (anywidget/protocol.ts): the view says hello and the kernel answers with a snapshot,
  * then frames; cluster actions go as "control" messages and come back as "control-started" and
- * "control-result"; a view that goes away says bye. Synced traits: interval, paused, history,
- * processes. The view says within two seconds when its kernel restarted, died or closed the
+ * "control-result"; a view that goes away says bye. Synced traits: PANEL_TRAITS. The view says within two seconds when its kernel restarted, died or closed the
  * panel (anywidget/kernelwatch.ts, and the view's frame watchdog where the host shows nothing).
  */
 import type { AnyModel, RenderProps } from '@anywidget/types';
 import { BYE, HELLO, controlMessage, parseKernelMessage } from './anywidget/protocol';
 import { watchKernel } from './anywidget/kernelwatch';
+import { PANEL_TRAITS } from './view/protocol.generated';
 import { Controls, GpuDaskView } from './view/render';
 
 export interface PanelTraits {
@@ -21,7 +21,7 @@ export interface PanelTraits {
   [key: string]: unknown;
 }
 
-const TRAITS = ['interval', 'paused', 'history', 'processes'] as const;
+const TRAITS = PANEL_TRAITS;
 
 function readTraits(model: AnyModel<PanelTraits>): Partial<Controls> {
   const controls: Partial<Controls> = {};

@@ -166,7 +166,7 @@ describe('GpuDaskPanel', () => {
     expect(start().disabled).toBe(false);
     start().click();
     expect(kernel.requests[0]).toEqual({
-      code: 'import gpudask_jupyter.controls as _gdc; _gdc.run_json("start", None)',
+      code: 'import gpudask_jupyter.magics.controls as _gdc; _gdc.run_json("start", None)',
       silent: false,
       store_history: false
     });
@@ -189,7 +189,7 @@ describe('GpuDaskPanel', () => {
       messages: [
         iopub('error', {
           ename: 'ModuleNotFoundError',
-          evalue: "No module named 'gpudask_jupyter.controls'",
+          evalue: "No module named 'gpudask_jupyter.magics.controls'",
           traceback: []
         })
       ],

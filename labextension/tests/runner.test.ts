@@ -1,15 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { KernelWatch } from '../src/lab/kernelwatch';
-import {
-  KernelActionHost,
-  RESULT_MARK,
-  controlCode,
-  errorWords,
-  resultFromOutput
-} from '../src/lab/runner';
+import { KernelActionHost, controlCode, errorWords, resultFromOutput } from '../src/lab/runner';
 import type { ActionResult } from '../src/view/actions';
 import type { Liveness } from '../src/view/liveness';
 import { FakeKernel, iopub } from './fakekernel';
+import { RESULT_PREFIX } from '../src/view/protocol.generated';
 
 const RESULT = {
   ok: true,
@@ -38,22 +33,26 @@ const settle = () => new Promise(resolve => setTimeout(resolve, 0));
 describe('actions in the kernel', () => {
   it('runs the controls module with a validated action and count', () => {
     expect(controlCode('stop', null)).toBe(
-      'import gpudask_jupyter.controls as _gdc; _gdc.run_json("stop", None)'
+      'import gpudask_jupyter.magics.controls as _gdc; _gdc.run_json("stop", None)'
     );
     expect(controlCode('scale', 3.7)).toContain('_gdc.run_json("scale", 3)');
     expect(() => controlCode('rm -rf' as never, null)).toThrow('unknown action');
   });
 
   it('reads the result line and ignores everything else printed', () => {
-    const out = `noise\n${RESULT_MARK}${JSON.stringify(RESULT)}\nmore noise\n`;
+    const out = `noise\n${RESULT_PREFIX}${JSON.stringify(RESULT)}\nmore noise\n`;
     expect(resultFromOutput(out)).toEqual(RESULT);
     expect(resultFromOutput('nothing')).toBeNull();
-    expect(resultFromOutput(`${RESULT_MARK}{not json`)).toBeNull();
+    expect(resultFromOutput(`${RESULT_PREFIX}{not json`)).toBeNull();
   });
 
   it('says Python errors in words', () => {
     expect(errorWords('ModuleNotFoundError', "No module named 'gpudask_jupyter'")).toContain(
       'not installed'
+    );
+    // an older gpudask-jupyter in the kernel: the package is there, the controls module is not
+    expect(errorWords('ModuleNotFoundError', "No module named 'gpudask_jupyter.magics'")).toContain(
+      'install the same gpudask-jupyter version'
     );
     expect(errorWords('ValueError', 'bad')).toBe('ValueError: bad');
   });
@@ -63,7 +62,7 @@ describe('actions in the kernel', () => {
     kernel.script = {
       messages: [
         iopub('status', { execution_state: 'busy' }),
-        iopub('stream', { name: 'stdout', text: `${RESULT_MARK}${JSON.stringify(RESULT)}\n` }),
+        iopub('stream', { name: 'stdout', text: `${RESULT_PREFIX}${JSON.stringify(RESULT)}\n` }),
         iopub('status', { execution_state: 'idle' })
       ],
       reply: { status: 'ok' }

@@ -1,27 +1,20 @@
 """The sidebar's cluster actions change the real cluster of the notebook's kernel: Scale to two
 workers, then Stop; each shows its progress and its result, and a cell run afterwards sees the
-change. The kernel side of the actions is gpudask_jupyter.controls (run_json prints one
-GPUDASK_CONTROL_RESULT line); these tests wait for it where it is not there yet."""
+change. The kernel side of the actions is gpudask_jupyter.magics.controls (run_json prints one
+GPUDASK_CONTROL_RESULT line)."""
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import pytest
 from lab_support import Lab, run_all, shot
 
-pytestmark = [
-    pytest.mark.timeout(400),
-    pytest.mark.skipif(
-        importlib.util.find_spec("gpudask_jupyter.controls") is None,
-        reason="gpudask_jupyter.controls (the kernel side of the panel's actions) is not here yet",
-    ),
-]
+pytestmark = pytest.mark.timeout(400)
 
 SIDEBAR = "#gpudask-sidebar"
 CHECK = (
-    "from gpudask_jupyter import cluster as _cluster\n"
+    "from gpudask_jupyter.cluster import session as _cluster\n"
     "_s = _cluster.current()\n"
     "_n = len(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.workers)))"
     " if _s is not None and _s.alive else 0\n"

@@ -119,7 +119,7 @@ def test_panel_and_sidebar_draw_a_real_cluster(lab: Lab, page: Any) -> None:
     assert page.locator(f"{PANEL} .gpudask-view img").count() == 0
     assert page.dialogs == []
 
-    from gpudask_jupyter import nvml
+    from gpudask_jupyter.machine import nvml
 
     if not nvml.status().available:  # then the sidebar says why, in words
         assert "No GPU data" in page.locator(f"{SIDEBAR} .gpudask-messages").inner_text()

@@ -8,7 +8,8 @@ import pytest
 from IPython.core.error import UsageError
 from support import spawned_workers, wait_gone
 
-from gpudask_jupyter import cluster, gpus, nvml
+from gpudask_jupyter.cluster import gpus, session
+from gpudask_jupyter.machine import nvml
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
 
@@ -151,4 +152,4 @@ def test_stop_frees_every_worker(shell) -> None:
     assert workers
     shell.run_line_magic("gpu_cluster", "stop")
     assert wait_gone(workers) == []
-    assert cluster.current() is None
+    assert session.current() is None

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from gpudask_jupyter import config, to_cpu, to_gpu
-from gpudask_jupyter.convert import host_memory, staging
+from gpudask_jupyter.convert.pinned import host_memory, staging
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600)]
 

@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 
 from gpudask_jupyter import config
-from gpudask_jupyter.convert import device_blocks, shared_memory, to_cpu, to_gpu
-from gpudask_jupyter.convert.distribute import distribute_names, gather_names
+from gpudask_jupyter.convert import to_cpu, to_gpu
+from gpudask_jupyter.convert.distribute import device_blocks, shared_memory
+from gpudask_jupyter.convert.distribute.variables import distribute_names, gather_names
 from gpudask_jupyter.errors import ConversionError
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600)]
@@ -43,7 +44,7 @@ def clean() -> Iterator[None]:
     yield
     config.set_override("distribute-shm-limit", None)
     config.set_override("distribute-cuda-ipc", None)
-    mine = f"{shared_memory.PREFIX}{os.getpid()}-"
+    mine = f"{shared_memory.SEGMENT_PREFIX}{os.getpid()}-"
     assert [n for n in shared_memory.ours() if n.startswith(mine)] == []
 
 
@@ -296,7 +297,7 @@ def test_out_of_gpu_memory_on_one_worker_releases_everything(client) -> None:
 def test_a_block_that_cannot_be_made_or_opened_says_why() -> None:
     import cupy
 
-    from gpudask_jupyter.convert import device_packing
+    from gpudask_jupyter.convert.distribute import device_packing
 
     refused = device_blocks.allocate(2**60)  # more than any GPU has
     assert isinstance(refused, device_blocks.Unavailable)

@@ -13,7 +13,9 @@ import psutil
 import pytest
 from support import DaskProcesses, spawned_workers, wait_gone
 
-from gpudask_jupyter import cluster, gpus, nvml, probe
+from gpudask_jupyter.cluster import gpus, worker_probe
+from gpudask_jupyter.cluster import session as cluster
+from gpudask_jupyter.machine import nvml
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
 
@@ -88,7 +90,7 @@ def test_one_worker_per_gpu_bound_to_the_gpu_it_is_named_after(
     workers = client.scheduler_info(n_workers=-1)["workers"]
     named = {a: devices[workers[a]["name"].rpartition("-gpu")[2]] for a in ours}
     assert sorted(d.uuid for d in named.values()) == sorted(d.uuid for d in devices.values())
-    bound = client.run(probe.bound_gpu, workers=ours)
+    bound = client.run(worker_probe.bound_gpu, workers=ours)
     for address, device in named.items():
         assert workers[address]["resources"] == {"GPU": 1}
         assert bound[address]["gpu"]["uuid"] == device.uuid

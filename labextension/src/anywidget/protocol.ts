@@ -1,24 +1,28 @@
 /**
- * The widget's messages. View → kernel: {type: "hello"} (send a snapshot), {type: "bye"} (this
- * view is gone: stop sending to it), {type: "control", id, action, n?}. Kernel → view:
- * {type: "frame", frame}, {type: "control-started", id} when the kernel begins an action (until
- * then it waits behind a running cell), {type: "control-result", id, ok, action, text, cluster}.
+ * The widget's messages, as gpudask_jupyter/schema/protocol.py describes them (the wire types are
+ * generated from it: ViewMessage, KernelMessage). The view says hello (send a snapshot) and bye
+ * (stop sending to it), and sends a control per button; the kernel sends frames, and for each
+ * control "control-started" when it begins (until then it waits behind a running cell) and
+ * "control-result".
  */
 import { ActionName, ActionResult, parseResult } from '../view/actions';
+import type {
+  ByeMessage,
+  ControlMessage,
+  HelloMessage,
+  KernelMessage as WireMessage
+} from '../view/protocol.generated';
 
+/** A kernel message as the view uses it: the result of a control apart from its id. */
 export type KernelMessage =
   | { type: 'frame'; frame: unknown }
   | { type: 'control-started'; id: number }
   | { type: 'control-result'; id: number; result: ActionResult };
 
-export const HELLO = { type: 'hello' } as const;
-export const BYE = { type: 'bye' } as const;
+export const HELLO: HelloMessage = { type: 'hello' };
+export const BYE: ByeMessage = { type: 'bye' };
 
-export function controlMessage(
-  id: number,
-  action: ActionName,
-  n: number | null
-): { type: 'control'; id: number; action: ActionName; n?: number } {
+export function controlMessage(id: number, action: ActionName, n: number | null): ControlMessage {
   return n === null ? { type: 'control', id, action } : { type: 'control', id, action, n };
 }
 
@@ -28,16 +32,15 @@ export function parseKernelMessage(message: unknown): KernelMessage | null {
     return null;
   }
   const m = message as Record<string, unknown>;
-  switch (m.type) {
+  const type = m.type as WireMessage['type'];
+  switch (type) {
     case 'frame':
-      return { type: 'frame', frame: m.frame };
+      return { type, frame: m.frame };
     case 'control-started':
-      return typeof m.id === 'number' ? { type: 'control-started', id: m.id } : null;
+      return typeof m.id === 'number' ? { type, id: m.id } : null;
     case 'control-result': {
       const result = parseResult(m);
-      return typeof m.id === 'number' && result
-        ? { type: 'control-result', id: m.id, result }
-        : null;
+      return typeof m.id === 'number' && result ? { type, id: m.id, result } : null;
     }
     default:
       return null;

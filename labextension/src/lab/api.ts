@@ -1,9 +1,8 @@
-/** The server's frame endpoint: GET {baseUrl}gpudask/api/frame?kernel=&cursor=&interval=. */
+/** The server's frame endpoint: GET {baseUrl}FRAME_ROUTE?kernel=&cursor=&interval=. */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
+import { FRAME_ROUTE } from '../view/protocol.generated';
 import { FetchFrame, FrameResponse, errorText } from './poller';
-
-export const FRAME_PATH = 'gpudask/api/frame';
 
 export function frameUrl(
   baseUrl: string,
@@ -12,7 +11,7 @@ export function frameUrl(
   interval: number
 ): string {
   const query = new URLSearchParams({ kernel, cursor, interval: String(interval) });
-  return `${URLExt.join(baseUrl, FRAME_PATH)}?${query.toString()}`;
+  return `${URLExt.join(baseUrl, FRAME_ROUTE)}?${query.toString()}`;
 }
 
 /** Why a request failed, in words a user can act on. */
@@ -28,7 +27,7 @@ export async function describeFailure(response: Response): Promise<string> {
   switch (response.status) {
     case 404:
       return (
-        'The gpudask-jupyter server extension is not enabled (404 from /gpudask/api/frame): ' +
+        `The gpudask-jupyter server extension is not enabled (404 from /${FRAME_ROUTE}): ` +
         'install gpudask-jupyter where the Jupyter server runs and restart the server.'
       );
     case 403:

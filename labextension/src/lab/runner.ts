@@ -1,14 +1,13 @@
 /**
  * Cluster actions in the focused notebook's kernel: the sidebar's ActionHost. It runs
- * `gpudask_jupyter.controls.run_json(action, n)` outside the history; the kernel prints one line
- * `GPUDASK_CONTROL_RESULT <json>` with the result. The action counts as started when the kernel
+ * `CONTROL_MODULE.run_json(action, n)` outside the history; the kernel prints one line
+ * `RESULT_PREFIX <json>` with the result. The action counts as started when the kernel
  * turns busy with this request (before that it waits behind a running cell).
  */
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { ACTIONS, ActionName, ActionResult, parseResult } from '../view/actions';
+import { CONTROL_MODULE, RESULT_PREFIX } from '../view/protocol.generated';
 import type { ActionHost } from '../view/render';
-
-export const RESULT_MARK = 'GPUDASK_CONTROL_RESULT ';
 
 /** The code run for `action` (validated: no user text reaches the kernel). */
 export function controlCode(action: ActionName, n: number | null): string {
@@ -16,16 +15,16 @@ export function controlCode(action: ActionName, n: number | null): string {
     throw new Error(`unknown action ${String(action)}`);
   }
   const count = n === null ? 'None' : String(Math.max(0, Math.trunc(n)));
-  return `import gpudask_jupyter.controls as _gdc; _gdc.run_json("${action}", ${count})`;
+  return `import ${CONTROL_MODULE} as _gdc; _gdc.run_json("${action}", ${count})`;
 }
 
 /** The result line among what the kernel printed, or null. */
 export function resultFromOutput(text: string): ActionResult | null {
   for (const line of text.split('\n').reverse()) {
-    const at = line.indexOf(RESULT_MARK);
+    const at = line.indexOf(RESULT_PREFIX);
     if (at >= 0) {
       try {
-        return parseResult(JSON.parse(line.slice(at + RESULT_MARK.length)));
+        return parseResult(JSON.parse(line.slice(at + RESULT_PREFIX.length)));
       } catch {
         return null;
       }
@@ -36,13 +35,14 @@ export function resultFromOutput(text: string): ActionResult | null {
 
 /** A Python error in words. */
 export function errorWords(ename: string, evalue: string): string {
-  if (ename === 'ModuleNotFoundError' && evalue.includes('gpudask_jupyter.controls')) {
+  const top = CONTROL_MODULE.split('.')[0];
+  if (ename === 'ModuleNotFoundError' && evalue.includes(`'${top}.`)) {
     return (
-      "This kernel's gpudask-jupyter has no panel actions (gpudask_jupyter.controls is " +
-      'missing): install the same gpudask-jupyter version in the kernel environment.'
+      `This kernel's gpudask-jupyter has no panel actions (${CONTROL_MODULE} is missing): ` +
+      'install the same gpudask-jupyter version in the kernel environment.'
     );
   }
-  if (ename === 'ModuleNotFoundError' && evalue.includes('gpudask_jupyter')) {
+  if (ename === 'ModuleNotFoundError' && evalue.includes(`'${top}'`)) {
     return (
       "gpudask-jupyter is not installed in this kernel's environment: pip install it there, " +
       'then restart the kernel.'

@@ -6,26 +6,13 @@
  */
 import { ClusterInfo } from './frame';
 import { formatSeconds } from './format';
+import { ActionResult, CONTROL_ACTIONS, ControlAction, ResultCluster } from './protocol.generated';
 
-export const ACTIONS = ['start', 'stop', 'restart', 'scale', 'detach'] as const;
-export type ActionName = (typeof ACTIONS)[number];
+export type { ActionResult, ResultCluster } from './protocol.generated';
 
-/** The cluster as the kernel describes it after an action (null: no cluster now). */
-export interface ResultCluster {
-  state: string;
-  mode: string;
-  address: string;
-  workers: number;
-  dashboard: string | null;
-}
-
-/** What the kernel answers to an action (GPUDASK_CONTROL_RESULT / control-result). */
-export interface ActionResult {
-  ok: boolean;
-  action: string;
-  text: string;
-  cluster: ResultCluster | null;
-}
+/** Every action, in the order the bar shows them (the kernel's list: protocol.generated). */
+export const ACTIONS = CONTROL_ACTIONS;
+export type ActionName = ControlAction;
 
 export type Phase =
   | { kind: 'idle' }

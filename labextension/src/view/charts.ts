@@ -6,7 +6,7 @@
  */
 import uPlot from 'uplot';
 import { formatClock } from './format';
-import { TimeRange } from './timewindow';
+import { ChartEvents, TimeRange } from './timewindow';
 
 /** Width of every chart's left axis, CSS px: the plots start at the same x. */
 export const AXIS_SIZE = 56;
@@ -15,14 +15,6 @@ export const FONT = '11px system-ui, sans-serif';
 /** [top, right, bottom, left] of every chart. */
 export const PADDING_TOP = 6;
 export const PADDING: uPlot.Padding = [PADDING_TOP, 28, 0, 0];
-
-/** What the charts tell the view; the view owns the window and answers by repainting. */
-export interface ChartEvents {
-  select(range: TimeRange): void;
-  follow(): void;
-  zoom(at: number, factor: number): void;
-  pan(fraction: number): void;
-}
 
 export interface Theme {
   fg: string;

@@ -10,7 +10,9 @@
  * their own legend entries.
  */
 import { safeColor } from './dom';
-import { Action, TaskRect } from './frame';
+import { ACTION_COLORS, Action, ERROR_COLOR, TaskRect } from './frame';
+
+export { ACTION_COLORS } from './frame';
 
 /** distributed.utils.palette (bokeh's Viridis18), the palette color_of hashes into. */
 export const DASK_PALETTE = [
@@ -37,14 +39,8 @@ export const DASK_PALETTE = [
 /** Palette indices closer than this count as the same colour to a reader. */
 export const MIN_GAP = 2;
 
-/** The fixed colours of gpudask_jupyter/taskstream.py (the dashboard's red, orange, grey). */
-export const ACTION_COLORS: Record<Exclude<Action, 'compute'>, string> = {
-  transfer: '#d9534f',
-  'disk-read': '#f0ad4e',
-  'disk-write': '#f0ad4e',
-  deserialize: '#9e9e9e'
-};
-export const ERROR_FILL = '#000000';
+/** A failed task's fill is the kernel's (ERROR_COLOR); its outline only the view draws. */
+export const ERROR_FILL = ERROR_COLOR;
 export const ERROR_OUTLINE = '#e53935';
 
 export interface LegendEntry {

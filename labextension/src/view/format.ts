@@ -1,4 +1,4 @@
-/** Numbers in words, as gpudask_jupyter/units.py writes them (binary units, 3 figures). */
+/** Numbers in words, as gpudask_jupyter/text/units.py writes them (binary units, 3 figures). */
 
 const DASH = '–';
 

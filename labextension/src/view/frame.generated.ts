@@ -1,7 +1,6 @@
 /**
- * The Frame's types and constants, generated from gpudask_jupyter/frame.py by
- * scripts/generate_frame_ts.py: do not edit (tests/test_frame_schema.py checks it).
- * Helpers that only the view needs are in frame.ts.
+ * Generated from gpudask_jupyter/schema/frame.py by scripts/generate_ts.py: do not edit
+ * (tests/test_schema.py checks it).
  */
 
 /** Frames of another version are refused by the view, with a message. */
@@ -17,9 +16,23 @@ export const SAMPLE_FIELDS = [
   'pcie_rx' // Bytes/s host to device (sampled every few seconds only).
 ] as const;
 
+/** The colours of what is not a computation: the Dask dashboard's red, orange and grey. */
+export const ACTION_COLORS = {
+  transfer: '#d9534f',
+  'disk-read': '#f0ad4e',
+  'disk-write': '#f0ad4e',
+  deserialize: '#9e9e9e'
+} as const;
+
+/** The fill of a task that failed. */
+export const ERROR_COLOR = '#000000';
+
 export const INTERVAL_RANGE = [0.25, 10] as const;
+
 export const HISTORY_RANGE = [10, 3600] as const;
+
 export const DEFAULT_INTERVAL = 1;
+
 export const DEFAULT_HISTORY = 300;
 
 /** One device's values in a sample: DeviceReading's fields, in their order. */
@@ -103,8 +116,8 @@ export interface WorkerInfo {
   in_memory: number;
   gpu: WorkerGpu | null;
   /**
-   * Started or lent by this kernel (``start``, ``join``); false for the other workers of a
-   * scheduler it attached to or joined.
+   * Started or lent by this kernel (`start`, `join`); false for the other workers of a scheduler it
+   * attached to or joined.
    */
   ours: boolean;
 }
@@ -139,7 +152,7 @@ export interface ClusterInfo {
   state: ClusterState;
   /**
    * One of "gpu", "cpu", "attached" or "joined" (this kernel lent workers to a scheduler elsewhere;
-   * its own are the workers marked ``ours``).
+   * its own are the workers marked `ours`).
    */
   mode: string;
   address: string;
@@ -150,7 +163,7 @@ export interface ClusterInfo {
   stopped_at: number | null;
 }
 
-/** Tasks that wait for a worker resource (``resources={"GPU": 1}``) no worker offers. */
+/** Tasks that wait for a worker resource (`resources={"GPU": 1}`) no worker offers. */
 export interface ResourceWait {
   resource: string;
   tasks: number;

@@ -2,7 +2,7 @@
  * The Frame: what the panel widget and the sidebar draw.
  *
  * Its types and constants (VERSION, SAMPLE_FIELDS, the interval and history ranges and
- * defaults) are generated from gpudask_jupyter/frame.py into frame.generated.ts; this module
+ * defaults) are generated from gpudask_jupyter/schema/frame.py into frame.generated.ts; this module
  * re-exports them and adds only what the view needs on top. Times are seconds since the epoch
  * on the monitoring host's clock.
  */

@@ -7,7 +7,6 @@
  * view holds. "fixed" is what the user selected by dragging over a chart (or zoomed and panned
  * with the wheel); double-click or "Follow" goes back to following.
  */
-import type { ChartEvents } from './charts';
 import { TaskRect } from './frame';
 
 export type WindowMode =
@@ -16,6 +15,14 @@ export type WindowMode =
 export interface TimeRange {
   start: number;
   end: number;
+}
+
+/** What the charts' gestures tell the view; the view owns the window and answers by repainting. */
+export interface ChartEvents {
+  select(range: TimeRange): void;
+  follow(): void;
+  zoom(at: number, factor: number): void;
+  pan(fraction: number): void;
 }
 
 /** Seconds shown when there is no task to follow. */

@@ -1,0 +1,14 @@
+"""The kernel's Dask cluster: start, attach, join, scale, restart, stop, and who may reach it.
+
+- :mod:`.session`: the one :class:`~.session.ClusterSession` of the kernel and its life.
+- :mod:`.options`, :mod:`.target`, :mod:`.gpus`: what a request asks for, checked before
+  anything starts; :mod:`.security`, :mod:`.certificates`, :mod:`.local_users`: who may reach it.
+- :mod:`.connect`, :mod:`.handshake`, :mod:`.join`: the library's objects, made and closed within
+  deadlines.
+- :mod:`.worker_processes`, :mod:`.worker_setup`, :mod:`.worker_probe`: the worker processes, the
+  preload they run, and the question each is asked (which GPU it has).
+- :mod:`.tables`, :mod:`.gpu_bindings`: what ``%gpu_cluster`` prints.
+
+Nothing is imported here: a worker's preload (:mod:`.worker_setup`) imports this package and
+must stay cheap.
+"""

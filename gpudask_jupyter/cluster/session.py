@@ -1,0 +1,405 @@
+"""The kernel's Dask cluster: start one worker per GPU, attach to an existing scheduler, or join
+this machine's GPUs to a scheduler that runs elsewhere.
+
+Dask distributed is the engine; this module keeps the one :class:`ClusterSession` of this process,
+records it in the per-kernel registry for the server extension, and guarantees that what the kernel
+started is closed again, worker processes included, whatever state the client and the scheduler are
+in (``stop``, ``%unload_ext``, the kernel's shutdown request or SIGTERM through
+:mod:`..lifecycle.shutdown`, interpreter exit). A cluster this kernel merely attached to is never
+shut down from here, only disconnected from; one it joined is left by its own workers alone
+(:mod:`.join`). What to start (which GPUs, which fallback, which keywords) is decided in
+:mod:`.options`, who may reach it in :mod:`.security`; the library's objects are made and closed by
+:mod:`.connect`; :mod:`.tables` describes a session and knows nothing of this module.
+
+Every failure a user can cause or fix surfaces as a :class:`~..errors.GpuDaskError` that names
+the address, GPU or option involved.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from .. import compat, config, lifecycle, registry
+from ..errors import ClusterError
+from ..machine import nvml, processes
+from ..registry.kernel_id import kernel_id
+from ..text.units import format_seconds
+from . import gpus, security
+from .connect import (
+    close_quietly,
+    connect,
+    dashboard_link,
+    http_routes,
+    launch,
+    prune_registry,
+    wait_for_count,
+)
+from .gpu_bindings import GpuBindings
+from .join import QUICK_RETIRE, JoinedWorkers, Retirement, worker_name
+from .options import (
+    ATTACH_TIMEOUT,
+    LEAVE_TIMEOUT,
+    StartOptions,
+    Warn,
+    check_cpu_workers,
+    resolve_workers,
+    temporary_tls,
+)
+from .security import Access
+from .target import AttachTarget
+from .worker_processes import IpyMainGuard, WorkerPids
+
+log = logging.getLogger(__name__)
+
+#: seconds a question to the scheduler (the workers, for status) may take
+CALL_TIMEOUT = 10.0
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class ClusterSession:
+    """The cluster this kernel started, attached to or joined, and the Client that talks to it."""
+
+    def __init__(
+        self,
+        client: Any,
+        cluster: Any | None,
+        devices: list[nvml.Device],
+        cpu_reason: str = "",
+        tls_files: dict[str, str] | None = None,
+        access: Access | None = None,
+    ) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.devices = devices
+        self.cpu_reason = cpu_reason
+        self.tls_files = tls_files
+        self.access = access  # None for an attached cluster: who reaches it was decided there
+        self.joined: JoinedWorkers | None = None  # the workers this kernel lent (join)
+        self.kernel_id = kernel_id()
+        self.gpu_bindings = GpuBindings()
+        self.cpu_workers_allowed: int | None = None  # beyond the cores: --oversubscribe
+        self.pids = WorkerPids()
+        self.main_guard = IpyMainGuard()
+        # kept: once the client is closed its ``scheduler`` is None, and stop must still say it
+        self._address = str(client.scheduler.address)
+        self._closed = False
+        self._dashboard: str | None = None
+        self._created = time.time()  # the registry entry's, kept when it is written again
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, opts: StartOptions, warn: Warn = _stderr) -> ClusterSession:
+        """Start a local cluster: one worker per usable GPU, else CPU workers after a warning
+        (an error when a GPU is required). Nothing is left running when it fails."""
+        access = security.decide(opts)
+        devices, reason = resolve_workers(opts, warn)
+        for message in access.warnings:
+            warn(message)
+        prune_registry()
+        kernel = kernel_id()
+        tls_security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
+        guard = IpyMainGuard()
+        guard.hold()
+        try:
+            client, cluster = launch(opts, devices, tls_security, access.dashboard)
+        except BaseException:
+            guard.release()
+            registry.remove(kernel)  # the TLS files written for it
+            raise
+        session = cls(client, cluster, devices, reason, tls_files, access)
+        session.main_guard = guard
+        if opts.oversubscribe:
+            session.cpu_workers_allowed = opts.n_workers
+        session.pids.note(cluster)
+        if access.dashboard is None:
+            session._dashboard = ""  # the scheduler's HTTP port answers a health check only
+        session._register()
+        _set_current(session)
+        return session
+
+    @classmethod
+    def attach(
+        cls,
+        address: str | None = None,
+        scheduler_file: str | None = None,
+        timeout: float = ATTACH_TIMEOUT,
+        tls_ca_file: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+    ) -> ClusterSession:
+        """Connect to a running scheduler, by address or scheduler file, within ``timeout``."""
+        target = AttachTarget.resolve(address, scheduler_file, tls_ca_file, tls_cert, tls_key)
+        prune_registry()
+        client = connect(target, timeout)
+        session = cls(client, None, [], tls_files=target.tls_files())
+        session._register()
+        _set_current(session)
+        return session
+
+    @classmethod
+    def join(
+        cls,
+        target: AttachTarget,
+        opts: StartOptions,
+        timeout: float = ATTACH_TIMEOUT,
+        warn: Warn = _stderr,
+    ) -> ClusterSession:
+        """Lend this machine's GPUs (else CPU workers) to ``target``'s scheduler: connect within
+        ``timeout``, then start one worker per GPU there. Nothing is left running on failure."""
+        devices, reason = resolve_workers(opts, warn, joining=True)
+        prune_registry()
+        client = connect(target, timeout, "join")
+        try:
+            joined = JoinedWorkers.start(target, opts, devices, worker_name())
+        except BaseException:
+            close_quietly(client, 10)
+            raise
+        session = cls(client, None, devices, reason, tls_files=target.tls_files())
+        session.joined = joined
+        joined.on_change = session._register  # the server marks our workers by their addresses
+        session._register()
+        _set_current(session)
+        return session
+
+    # -- properties -----------------------------------------------------------------------------
+
+    @property
+    def mode(self) -> str:
+        """ "gpu", "cpu" (a local fallback cluster), "attached" or "joined"."""
+        if self.joined is not None:
+            return "joined"
+        if self.cluster is None:
+            return "attached"
+        return "gpu" if self.devices else "cpu"
+
+    @property
+    def address(self) -> str:
+        return self._address
+
+    @property
+    def dashboard_link(self) -> str | None:
+        if self._dashboard is None:
+            target = self.cluster if self.cluster is not None else self.client
+            self._dashboard = dashboard_link(target) or ""
+        return self._dashboard or None
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and getattr(self.client, "status", None) == "running"
+
+    def gone(self) -> str:
+        """Why the session no longer works, and what still helps."""
+        status = getattr(self.client, "status", "closed")
+        why = (
+            "its client was closed"
+            if status in {"closed", "closing"}
+            else "the scheduler does not answer (it stopped, or the connection broke)"
+        )
+        if self.cluster is not None:
+            state, after = "usable", "ends what is left of it (workers included); then start it"
+        elif self.joined is not None:
+            state, after = "reachable", "ends this kernel's workers and forgets it; then join"
+        else:
+            state, after = "reachable", "forgets it; then attach"
+        return (
+            f"The cluster at {self.address} is no longer {state}: {why}. "
+            f"%gpu_cluster stop {after} again."
+        )
+
+    def workers(self) -> dict[str, dict[str, Any]]:
+        """The scheduler's description of each worker, by address, asked within
+        :data:`CALL_TIMEOUT` (a paused scheduler must not hang ``status``)."""
+        if not self.alive:
+            raise ClusterError(self.gone())
+        try:
+            # a lambda travels by value: a scheduler elsewhere need not have this package
+            info = compat.run_on_scheduler(
+                self.client, lambda dask_scheduler: dask_scheduler.identity(), CALL_TIMEOUT
+            )
+        except Exception as err:
+            raise ClusterError(
+                f"The scheduler at {self.address} did not answer within "
+                f"{format_seconds(CALL_TIMEOUT)} ({type(err).__name__}: {err}); it may be "
+                "paused, overloaded or gone. %gpu_cluster stop still works."
+            ) from err
+        workers: dict[str, dict[str, Any]] = info.get("workers", {})
+        return workers
+
+    def _register(self) -> None:
+        entry = registry.Entry(
+            kernel_id=self.kernel_id,
+            pid=os.getpid(),
+            mode=self.mode,
+            scheduler_address=self.address,
+            dashboard_link=self.dashboard_link,
+            tls=self.tls_files,
+            started=processes.process_started(os.getpid()),
+            created=self._created,
+            workers=self.joined.addresses() if self.joined is not None else None,
+        )
+        try:
+            registry.write(entry)
+        except OSError as err:
+            log.debug("writing the registry entry of %s failed", self.kernel_id, exc_info=True)
+            _stderr(f"gpudask: could not write the registry entry for the sidebar ({err})")
+
+    # -- management -----------------------------------------------------------------------------
+
+    def scale(self, n: int) -> None:
+        if self.cluster is None:
+            instead = (
+                "%gpu_cluster leave, then join again with --n-workers N"
+                if self.joined
+                else "add or remove workers where that cluster was started (dask cuda worker, "
+                "your job scheduler, dask-gateway ...)"
+            )
+            raise ClusterError(
+                f"This kernel {'joined its workers to' if self.joined else 'attached to'} "
+                f"{self.address} and did not start it, so it cannot scale it; {instead}."
+            )
+        if not self.alive:
+            raise ClusterError(self.gone())
+        if self.devices and n > len(self.devices):
+            raise ClusterError(
+                f"scale {n}: this cluster has {len(self.devices)} GPU(s) "
+                f"({', '.join(gpus.identifier(d) for d in self.devices)}), one worker each; "
+                "start it with more --gpus to go further"
+            )
+        if not self.devices:
+            check_cpu_workers(n, "scale", self.cpu_workers_allowed)
+        # the nannies are made on the cluster's loop while we wait: the routes hold until then
+        with http_routes(self.access is None or self.access.dashboard is not None):
+            self.cluster.scale(n)
+            wait_for_count(lambda: len(self.workers()), n, float(config.get("startup-timeout")))
+        self.pids.note(self.cluster)
+
+    def restart(self) -> None:
+        """Restart the workers (frees their host and GPU memory), keeping the cluster: only
+        this kernel's own of a scheduler it joined, whose other workers are someone else's."""
+        if not self.alive:
+            raise ClusterError(self.gone())
+        timeout = float(config.get("startup-timeout"))
+        try:
+            if self.joined is not None:
+                self.client.restart_workers(self.joined.addresses(), timeout=timeout)
+            else:
+                self.client.restart(timeout=timeout)
+        except Exception as err:
+            raise ClusterError(f"Restart failed: {type(err).__name__}: {err}") from err
+        if self.cluster is not None:
+            self.pids.note(self.cluster)
+
+    def leave(self, timeout: float = LEAVE_TIMEOUT) -> Retirement:
+        """Retire this kernel's workers from the scheduler it joined (the scheduler moves their
+        data to its other workers first, within ``timeout``), end them, then disconnect."""
+        if self.joined is None:
+            stop = "disconnects from it" if self.cluster is None else "ends this kernel's cluster"
+            raise ClusterError(
+                f"This kernel did not join {self.address}: leave is for a cluster joined with "
+                f"%gpu_cluster join. %gpu_cluster stop {stop}."
+            )
+        retirement = self.joined.leave(self.client if self.alive else None, timeout)
+        self.close()
+        return retirement
+
+    def close(self) -> None:
+        """Close what this kernel started, leaving no worker process; only disconnect from what
+        it attached to; leave what it joined (quickly). Works whatever state the client and the
+        scheduler are in."""
+        if self._closed:
+            return
+        alive = self.alive
+        self._closed = True
+        if self.joined is not None:
+            self.joined.stop_watching()  # it would write the entry again
+        registry.remove(self.kernel_id)
+        if self.joined is not None:
+            self.joined.leave(self.client if alive else None, QUICK_RETIRE)
+        if self.cluster is not None:
+            self.pids.note(self.cluster)
+        close_quietly(self.client, 10)
+        if self.cluster is not None:
+            close_quietly(self.cluster, 30)
+            self.pids.end_leftovers()
+        self.main_guard.release()
+        if _current is self:
+            _set_current(None)
+
+
+# -- the kernel's one session ---------------------------------------------------------------------
+
+_current: ClusterSession | None = None
+_lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while it is held
+_atexit_registered = False
+
+
+def current() -> ClusterSession | None:
+    return _current
+
+
+def require_current() -> ClusterSession:
+    """The kernel's session, for the subcommands that manage one; an error says how to get one."""
+    session = _current
+    if session is None:
+        raise ClusterError(
+            "this kernel has no cluster; start one with %gpu_cluster start "
+            "or connect with %gpu_cluster attach ADDRESS"
+        )
+    return session
+
+
+def refuse_or_replace(asked: str, replace: bool, warn: Warn = _stderr) -> ClusterSession | None:
+    """The rule for a second ``start``, ``attach`` or ``join`` (``asked``): a live session is
+    kept and the user told how to replace it, unless ``replace``; else any old one is closed.
+
+    Returns the kept session (the request is refused), or None (go ahead).
+    """
+    session = _current
+    if session is not None and session.alive and not replace:
+        warn(
+            f"A cluster is already running in this kernel ({session.mode}, scheduler "
+            f"{session.address}); nothing was changed. Use %gpu_cluster stop first, "
+            f"or {asked} --replace."
+        )
+        return session
+    if session is not None:
+        session.close()
+    return None
+
+
+def _set_current(session: ClusterSession | None) -> None:
+    global _current, _atexit_registered
+    with _lock:
+        _current = session
+        if session is not None and not _atexit_registered:
+            atexit.register(close_current)
+            lifecycle.on_unload(forget_current, lifecycle.FIRST)
+            lifecycle.on_unload(close_current, lifecycle.CLUSTER)
+            _atexit_registered = True
+
+
+def close_current() -> bool:
+    """Close the session if there is one; True if something was closed."""
+    session = _current
+    if session is None:
+        return False
+    session.close()
+    return True
+
+
+def forget_current() -> None:
+    """Remove the session's registry entry (and TLS keys) at once: the first thing to do when
+    the kernel is going away, since whatever comes next may be cut short by SIGKILL."""
+    session = _current
+    if session is not None:
+        registry.remove(session.kernel_id)

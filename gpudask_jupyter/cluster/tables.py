@@ -1,0 +1,231 @@
+"""The tables ``%gpu_cluster`` shows: what was started, attached or joined, and the live figures.
+
+Both list the workers in the same order with the same leading columns and the same dashboard
+link and notes (for a joined cluster, whose each worker is: this kernel's or others'); they differ
+in what they say of each worker's GPU (which one, by UUID, in the summary; how busy and how full,
+in the status). Which GPU a worker has is asked once (:mod:`.gpu_bindings`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from .. import compat
+from ..errors import ClusterError
+from ..machine import nvml
+from ..monitor import heartbeat, scheduler_probe
+from ..text.table import Table
+from ..text.units import format_bytes
+
+if TYPE_CHECKING:
+    from .session import ClusterSession
+
+log = logging.getLogger(__name__)
+
+Workers = dict[str, dict[str, Any]]
+
+#: seconds the status waits for the scheduler to count the tasks waiting for a resource
+CALL_TIMEOUT = 5.0
+
+_MODE_TITLES = {
+    "gpu": "GPU cluster",
+    "cpu": "CPU cluster (no GPU)",
+    "attached": "Attached cluster",
+    "joined": "Joined cluster",
+}
+
+
+def summary_table(session: ClusterSession) -> Table:
+    """What was started or attached to: each worker and its GPU, and the dashboard link."""
+    workers = _workers(session)
+    n = len(workers)
+    if session.mode == "gpu":
+        title = f"GPU Dask cluster: {n} worker{'s' * (n != 1)}, one per GPU"
+    elif session.mode == "cpu":
+        title = f"CPU Dask cluster (no GPU): {n} worker{'s' * (n != 1)}"
+    elif session.mode == "joined":
+        ours = sum(session.joined.owns(address) for address in workers) if session.joined else 0
+        title = (
+            f"Joined {session.address}: {ours} worker{'s' * (ours != 1)} of this kernel, {n} in all"
+        )
+    else:
+        title = f"Attached to {session.address}: {n} worker{'s' * (n != 1)}"
+    gpu_columns = ["GPU", "UUID", "GPU memory"] if session.mode != "cpu" else []
+    resources = any(identity.get("resources") for identity in workers.values())
+    extra = ["resources"] if resources else []
+    columns = ["worker", *_whose_column(session), "host", *gpu_columns, "threads"]
+    table = Table(title, [*columns, "memory limit", *extra])
+    for address, identity in workers.items():
+        gpu_cells: list[object] = []
+        if gpu_columns:
+            name, uuid, total = session.gpu_bindings.describe(address, identity)
+            gpu_cells = [
+                name or "–",
+                _short_uuid(uuid) if uuid else "–",
+                format_bytes(total) if total else "–",
+            ]
+        limit = identity.get("memory_limit")
+        table.add(
+            *_worker_cells(session, address, identity),
+            *gpu_cells,
+            identity.get("nthreads", "–"),
+            format_bytes(limit) if limit else "none",
+            *([_resources(identity)] if resources else []),
+        )
+    return _with_links_and_notes(table, session, f"scheduler: {session.address}", reach(session))
+
+
+def reach(session: ClusterSession) -> str:
+    """One line on who can reach the cluster (and its dashboard), and this kernel's workers in
+    a cluster it joined, for the summary."""
+    if session.access is not None:
+        return session.access.reach(session.dashboard_link)
+    how = "TLS, with the files given" if session.tls_files else "plain TCP"
+    line = f"connected with {how}; who else can reach it was decided where it was started"
+    if session.joined is None:
+        return line
+    where = session.joined.host or "this machine"
+    workers = (
+        "only holders of a certificate of that TLS authority"
+        if session.tls_files
+        else f"anyone who can reach {where} (plain TCP): they can run code as you"
+    )
+    return f"{line}; this kernel's workers, at {where}, take connections from {workers}"
+
+
+def status_table(session: ClusterSession) -> Table:
+    """Live figures per worker: GPU use, host memory and tasks."""
+    if not session.alive:
+        raise ClusterError(session.gone())
+    workers = _workers(session)
+    n = len(workers)
+    gpu_columns = ["GPU", "GPU util", "GPU memory"] if session.mode != "cpu" else []
+    columns = ["worker", *_whose_column(session), "host", *gpu_columns, "host memory", "threads"]
+    table = Table(
+        f"{_MODE_TITLES[session.mode]} at {session.address}: {n} worker{'s' * (n != 1)}",
+        [*columns, "tasks running / ready / held"],
+    )
+    for address, identity in workers.items():
+        metrics = identity.get("metrics") or {}
+        gpu_cells = _gpu_use(session, address, identity) if gpu_columns else []
+        host_memory = format_bytes(metrics.get("memory"))
+        if identity.get("memory_limit"):
+            host_memory += f" / {format_bytes(identity['memory_limit'])}"
+        table.add(
+            *_worker_cells(session, address, identity),
+            *gpu_cells,
+            host_memory,
+            identity.get("nthreads", "–"),
+            _task_counts(identity),
+        )
+    return _with_links_and_notes(table, session, *_waiting_notes(session))
+
+
+def _task_counts(identity: dict[str, Any]) -> str:
+    counts = heartbeat.task_counts(identity)
+    return f"{counts.executing} / {counts.ready} / {counts.in_memory}"
+
+
+def _waiting_notes(session: ClusterSession) -> list[str]:
+    """A note per resource that tasks wait for and no worker offers (they never run here)."""
+    waiting = missing_resources(session.client)
+    return [
+        f"{n} task{'s' * (n != 1)} wait{'s' * (n == 1)} for resource {name!r}, which no worker "
+        f"offers: {'it' if n == 1 else 'they'} will not run until a worker with {name} joins "
+        "(start workers with --resources, or submit without resources=)"
+        for name, n in sorted(waiting.items())
+    ]
+
+
+def missing_resources(client: Any) -> dict[str, int]:
+    """:func:`..monitor.scheduler_probe.missing_resources`, asked of the scheduler within
+    :data:`CALL_TIMEOUT`; empty when it cannot answer (the status still shows the rest)."""
+    import cloudpickle
+
+    registered = scheduler_probe.__name__ in cloudpickle.list_registry_pickle_by_value()
+    if not registered:  # a scheduler elsewhere need not have this package
+        cloudpickle.register_pickle_by_value(scheduler_probe)
+    try:
+        found = compat.run_on_scheduler(client, scheduler_probe.missing_resources, CALL_TIMEOUT)
+    except Exception:
+        log.debug("asking the scheduler for missing resources failed", exc_info=True)
+        return {}
+    finally:
+        if not registered:
+            cloudpickle.unregister_pickle_by_value(scheduler_probe)
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): int(v) for k, v in found.items() if isinstance(v, int) and v > 0}
+
+
+def no_cluster_text() -> str:
+    """What ``status`` says in a kernel without a cluster: this machine's GPUs, and how to start."""
+    state = nvml.status()
+    found = (
+        ", ".join(f"{d.label}: {d.name}" for d in nvml.devices())
+        if state.available
+        else f"none ({state.reason})"
+    )
+    return (
+        f"No cluster in this kernel. GPUs on this machine: {found}.\n"
+        "Start one with %gpu_cluster start, or %gpu_cluster attach ADDRESS."
+    )
+
+
+def _workers(session: ClusterSession) -> Workers:
+    """The workers by name, with their GPUs asked for unless the cluster has none."""
+    workers = session.workers()
+    if session.mode != "cpu":
+        session.gpu_bindings.ask(session.client, list(workers))
+    return dict(sorted(workers.items(), key=lambda item: str(item[1].get("name"))))
+
+
+def _whose_column(session: ClusterSession) -> list[str]:
+    """A joined cluster's tables say whose each worker is; the others' are all or none ours."""
+    return ["whose"] if session.joined is not None else []
+
+
+def _worker_cells(session: ClusterSession, address: str, identity: dict[str, Any]) -> list[object]:
+    name = identity.get("name", address)
+    if session.joined is None:
+        return [name, identity.get("host", "")]
+    whose = "this kernel" if session.joined.owns(address) else "others"
+    return [name, whose, identity.get("host", "")]
+
+
+def _gpu_use(session: ClusterSession, address: str, identity: dict[str, Any]) -> list[object]:
+    name, _, total = session.gpu_bindings.describe(address, identity)
+    beat = heartbeat.reported_gpu(identity)
+    util = f"{beat.utilization:.0f}%" if beat and beat.utilization is not None else "–"
+    used = beat.memory_used if beat else None
+    total = (beat.memory_total if beat else None) or total
+    memory = f"{format_bytes(used)} / {format_bytes(total)}" if used is not None and total else "–"
+    return [name or "–", util, memory]
+
+
+def _with_links_and_notes(table: Table, session: ClusterSession, *notes: str) -> Table:
+    link = session.dashboard_link
+    if link:
+        table.links.append(("dashboard", link))
+    table.notes.extend(notes)
+    if session.mode == "cpu":
+        table.notes.append(f"no GPU: {session.cpu_reason}")
+    if session.joined is not None:
+        if session.cpu_reason:
+            table.notes.append(f"this kernel's workers are CPU workers: {session.cpu_reason}")
+        table.notes.append(
+            "%gpu_cluster leave retires this kernel's workers (their data moves to the others)"
+        )
+    return table
+
+
+def _resources(identity: dict[str, Any]) -> str:
+    found = identity.get("resources") or {}
+    if not isinstance(found, dict):
+        return "–"
+    return ", ".join(f"{name}={amount:g}" for name, amount in sorted(found.items())) or "–"
+
+
+def _short_uuid(uuid: str) -> str:
+    return uuid if len(uuid) <= 16 else uuid[:12] + "…"

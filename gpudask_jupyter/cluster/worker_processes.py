@@ -1,0 +1,121 @@
+"""The worker processes of a cluster this kernel started: started safely, and gone after close.
+
+Two things the library leaves to its caller:
+
+* **No process left behind.** ``cluster.close()`` may fail or time out (a scheduler that died, a
+  worker that hangs); the worker processes would then outlive the cluster. :class:`WorkerPids`
+  remembers each worker process (pid and start time, from the nannies' public ``pid``) whenever
+  the cluster changes, and after the close ends any that is still this process's child and still
+  the same process.
+* **Workers of an ``.ipy`` script.** Worker processes are started with multiprocessing's *spawn*,
+  which re-runs the parent's ``__main__.__file__`` in the child. Under ``ipython script.ipy`` (or
+  ``%run script.ipy``) that file is IPython syntax, so every worker dies of a SyntaxError before
+  it starts. :class:`IpyMainGuard` gives ``__main__`` a module spec named ``__main__`` while the
+  cluster lives, which tells spawn not to re-run anything (as for ``python -m``), and restores it
+  at close. Nannies restart workers at any time (after a crash, on ``restart``), hence the whole
+  lifetime rather than the start alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.machinery
+import logging
+import os
+import sys
+from typing import Any
+
+from ..machine.processes import START_TOLERANCE
+
+log = logging.getLogger(__name__)
+
+#: seconds a leftover worker gets to end on SIGTERM before SIGKILL
+GRACE = 3.0
+
+
+class WorkerPids:
+    """Worker processes of one cluster, by pid, with their start times."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, float] = {}
+
+    def note(self, cluster: Any) -> None:
+        """Remember the cluster's current worker processes (nannies' ``pid``)."""
+        import psutil
+
+        workers = getattr(cluster, "workers", None) or {}
+        for worker in list(workers.values()):
+            pid = getattr(worker, "pid", None)
+            if not isinstance(pid, int) or pid in self._known:
+                continue
+            with contextlib.suppress(psutil.Error):
+                self._known[pid] = psutil.Process(pid).create_time()
+
+    def known(self) -> list[int]:
+        return list(self._known)
+
+    def leftovers(self) -> list[Any]:
+        """The remembered processes still running as children of this process."""
+        import psutil
+
+        alive = []
+        for pid, started in self._known.items():
+            try:
+                proc = psutil.Process(pid)
+                same = abs(proc.create_time() - started) < START_TOLERANCE
+                if same and proc.ppid() == os.getpid() and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+            except psutil.Error:
+                continue
+        return alive
+
+    def end_leftovers(self, grace: float = GRACE) -> list[int]:
+        """End what :meth:`leftovers` finds: SIGTERM, then SIGKILL after ``grace``; the pids."""
+        import psutil
+
+        procs = self.leftovers()
+        if not procs:
+            return []
+        log.warning("ending %d worker process(es) the cluster's close left", len(procs))
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.terminate()
+        _, alive = psutil.wait_procs(procs, timeout=grace)
+        for proc in alive:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        psutil.wait_procs(alive, timeout=grace)
+        return [p.pid for p in procs]
+
+
+def _ipy_main() -> Any:
+    """``__main__`` if spawn would re-run an IPython file as Python, else None."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not isinstance(path, str) or not path.lower().endswith(".ipy"):
+        return None
+    if getattr(main, "__spec__", None) is not None:
+        return None  # spawn goes by the spec's name, not the file
+    return main
+
+
+class IpyMainGuard:
+    """While held, spawned processes do not re-run an ``.ipy`` ``__main__`` (see the module)."""
+
+    def __init__(self) -> None:
+        self._main: Any = None
+        self._spec: Any = None
+
+    def hold(self) -> None:
+        main = _ipy_main()
+        if main is None:
+            return
+        self._spec = importlib.machinery.ModuleSpec("__main__", None)
+        main.__spec__ = self._spec
+        self._main = main
+        log.debug("__main__ is %s: spawned workers will not re-run it", main.__file__)
+
+    def release(self) -> None:
+        main, self._main = self._main, None
+        if main is not None and getattr(main, "__spec__", None) is self._spec:
+            main.__spec__ = None

@@ -1,0 +1,117 @@
+"""GPU partitions packed into a block of their worker's memory, for the kernel to copy out.
+
+The way back of :mod:`.device_blocks` (``--gather``): the worker copies a cuDF / CuPy
+partition's fixed-width columns into one fresh block (device to device, fast) and exports it;
+the kernel copies them from there into the final arrays through its pinned pipeline. Columns
+that ``.to_pandas()`` would change (ints with nulls and the like), strings and categoricals come
+back as a small pandas "rest" through Dask. A worker that cannot make a block says why
+(:class:`.device_blocks.Unavailable`), and its partitions come back the usual way.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ... import compat
+from .device_blocks import Block, Unavailable, exported, offsets, unavailable
+from .partition_layout import Layout, Slot
+
+log = logging.getLogger(__name__)
+
+
+class Packed:
+    """A GPU partition's fixed-width bytes copied into a block of its worker, with the layout
+    the kernel stacks them by and the rest (on the host) that Dask brings back. Dask sizes it by
+    the rest: the block is device memory, which the worker should not try to spill."""
+
+    def __init__(self, block: Block, layout: Layout, rest: Any) -> None:
+        self.block, self.layout, self.rest = block, layout, rest
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a partition's device block cannot leave its worker")
+
+    def __sizeof__(self) -> int:
+        from ..report import nbytes_of
+
+        return 64 + (0 if self.rest is None else nbytes_of(self.rest) or 0)
+
+
+def pack(part: Any) -> Packed | Unavailable:
+    """Task: the cuDF / CuPy partition's fixed-width bytes in a fresh block, laid out as
+    :func:`.partition_layout.split` lays out the pandas / NumPy object ``.to_pandas()`` / ``.get()``
+    would give (so the kernel stacks them with partitions that came another way). The copies have
+    finished when it returns: the kernel reads the block from another process."""
+    import cupy
+    import numpy as np
+
+    layout: Layout | None = None
+    try:
+        if isinstance(part, cupy.ndarray):
+            values = cupy.ascontiguousarray(part)
+            layout = Layout("array", len(values), (Slot(np.dtype(values.dtype), values.shape),))
+            devs, rest = [values], None
+        else:
+            layout, devs, rest = _split_on_device(part)
+        where, size = offsets(layout)
+        with cupy.cuda.Device(devs[0].device.id if devs else None):
+            block = Block(size)
+            for offset, slot, dev in zip(where, layout.slots, devs, strict=True):
+                block.view(offset, slot)[...] = dev
+            cupy.cuda.runtime.deviceSynchronize()  # cuDF and CuPy may use other streams
+        return Packed(block, layout, rest)
+    except Exception as err:
+        return unavailable(err, layout.nbytes if layout is not None else 0)
+
+
+def unpacked(packed: Packed | Unavailable) -> tuple[Layout, Any, bytes] | str:
+    """Task: what the kernel needs to bring a packed partition back (layout, rest, handle), or
+    why it cannot."""
+    if isinstance(packed, Unavailable):
+        return packed.why
+    handle = exported(packed.block)
+    if isinstance(handle, str):
+        return handle
+    return packed.layout, packed.rest, handle
+
+
+def _split_on_device(part: Any) -> tuple[Layout, list[Any], Any]:
+    """(layout, the slots' CuPy arrays, the rest as pandas) of a cuDF frame or series."""
+    import cudf
+    import numpy as np
+    import pandas as pd
+
+    from ..converter import Context
+    from ..dataframes import cudf_to_pandas, host_values
+
+    frame = part.to_frame() if isinstance(part, cudf.Series) else part
+    slots: list[Slot] = []
+    devs: list[Any] = []
+    columns: list[int | None] = []
+    for _, column in compat.frame_columns(frame):
+        values = host_values(column)
+        columns.append(None if values is None else len(slots))
+        if values is not None:
+            slots.append(Slot(np.dtype(column.dtype), (len(column),)))
+            devs.append(values)
+    index: tuple[Any, ...] = ("rest",)
+    if isinstance(frame.index, cudf.RangeIndex):
+        index = ("range", frame.index.start, frame.index.step, frame.index.name)
+    elif type(frame.index) is cudf.Index:
+        values = host_values(compat.column_of(frame.index))
+        if values is not None:
+            slots.append(Slot(np.dtype(frame.index.dtype), (len(frame),)))
+            devs.append(values)
+            index = ("slot", len(slots) - 1, frame.index.name)
+    others = [position for position, slot in enumerate(columns) if slot is None]
+    rest = None
+    if others or index[0] == "rest":
+        rest = cudf_to_pandas(frame.iloc[:, others], Context())
+        rest.columns = pd.RangeIndex(len(others))
+        if index[0] != "rest":
+            rest.index = pd.RangeIndex(len(frame))
+    series = isinstance(part, cudf.Series)
+    labels = part.name if series else compat.frame_labels(part)
+    kind = "series" if series else "frame"
+    layout = Layout(kind, len(frame), tuple(slots), tuple(columns), index, labels, dict(part.attrs))
+    return layout, devs, rest

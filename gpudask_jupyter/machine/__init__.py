@@ -1,0 +1,3 @@
+"""This machine as the package sees it: its GPUs through NVML (:mod:`.nvml`), the cores a process
+may use and how busy others keep them (:mod:`.cores`), and files in shared places that someone
+else may have named (:mod:`.small_files`)."""

@@ -1,0 +1,339 @@
+"""The IPython magics: each parses its arguments, calls the cluster or the converters, and prints.
+
+The parsers (and so the help) are declared in :mod:`.parsers`; the decisions are taken below,
+in :mod:`..cluster.session`, :mod:`..cluster.options` and :mod:`..convert`. An error from there
+(:class:`~..errors.GpuDaskError`) is shown as IPython's one-line ``UsageError`` instead of a library
+traceback, and kept whole by :func:`..errors.remember` for ``%gpu_cluster status --verbose``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from traitlets import Bool, Float, Integer, Unicode, observe
+
+from .. import config, errors
+from ..errors import GpuDaskError
+from ..text import units
+from . import cell_parsers, parsers
+from .shared_arguments import Spec
+
+if TYPE_CHECKING:
+    from ..cluster.session import ClusterSession
+    from ..convert import Direction
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["GpuDaskMagics", argparse.Namespace], Any]
+H = TypeVar("H", bound=Handler)
+
+_handlers: dict[Spec, Handler] = {}
+
+
+def _subcommand(spec: Spec) -> Callable[[H], H]:
+    """Make the decorated method the handler of ``spec``'s ``%gpu_cluster`` subcommand."""
+
+    def register(method: H) -> H:
+        _handlers[spec] = method
+        return method
+
+    return register
+
+
+def _user_error(err: GpuDaskError) -> UsageError:
+    """The one sentence the user sees; the whole error is kept for ``status --verbose``."""
+    log.debug("shown to the user: %s", err, exc_info=err)
+    errors.remember(err)
+    return UsageError(str(err))
+
+
+def _warn(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _display(obj: Any) -> None:
+    from IPython.display import display
+
+    display(obj)
+
+
+def _option_trait(option: config.Option) -> Any:
+    """The ``%config`` trait of an option: typed where the value is a flag, a count or seconds,
+    text otherwise (sizes such as ``512MiB``); ``None`` means "not set in this kernel"."""
+    default = option.default_value
+    kind: Any = Unicode
+    if option.parse is units.parse_seconds:
+        kind = Float
+    elif isinstance(default, bool):
+        kind = Bool
+    elif isinstance(default, int) and option.parse is not units.parse_bytes:
+        kind = Integer
+    return kind(None, allow_none=True, help=option.doc).tag(config=True)
+
+
+def _check_move_arguments(args: argparse.Namespace) -> None:
+    """Refuse what cannot be combined or does not exist, before the cell runs."""
+    device = getattr(args, "device", None)
+    if getattr(args, "npartitions", None) is not None and not args.distribute:
+        raise UsageError("--npartitions goes with --distribute")
+    if device is None:
+        return
+    if getattr(args, "distribute", False):
+        raise UsageError(
+            "--device and --distribute exclude each other: --distribute uses every worker's own GPU"
+        )
+    from ..convert.availability import device_count
+
+    count = device_count()
+    if count and device >= count:
+        raise UsageError(f"--device {device}: this machine has GPUs 0–{count - 1}")
+
+
+def _convert(
+    args: argparse.Namespace, direction: Direction, namespace: Any, names: list[str]
+) -> Any:
+    """The conversion the flags ask for: onto the kernel's GPU, spread over the cluster's
+    workers (``--distribute``) or gathered from them (``--gather``)."""
+    asked = True if getattr(args, "require_gpu", False) else None  # %%to_cpu has no flag
+    require = config.require_gpu(asked)
+    if getattr(args, "distribute", False):
+        from ..convert.distribute.variables import distribute_names
+
+        return distribute_names(namespace, names, npartitions=args.npartitions, require_gpu=require)
+    if getattr(args, "gather", False):
+        from ..convert.distribute.variables import gather_names
+
+        return gather_names(namespace, names)
+    from ..convert import convert_names
+
+    return convert_names(
+        namespace, names, direction, device=getattr(args, "device", None), require_gpu=require
+    )
+
+
+@magics_class
+class GpuDaskMagics(Magics):
+    """``%gpu_cluster``; options settable with ``%config GpuDaskMagics.<option> = value``."""
+
+    # one trait per option of config.OPTIONS, so a new option is settable with %config at once
+    locals().update({option.attr: _option_trait(option) for option in config.OPTIONS.values()})
+
+    @observe(*(option.attr for option in config.OPTIONS.values()))
+    def _option_changed(self, change: dict[str, Any]) -> None:
+        name = change["name"].replace("_", "-")
+        try:
+            config.set_override(name, change["new"])
+        except (TypeError, ValueError) as err:
+            raise UsageError(f"GpuDaskMagics.{change['name']}: {err}") from None
+        if name == "nvml":
+            from ..machine import nvml
+
+            nvml.reset()
+
+    # -- %gpu_cluster -----------------------------------------------------------------------------
+
+    @line_magic
+    def gpu_cluster(self, line: str = "") -> Any:
+        sub, _, rest = line.strip().partition(" ")
+        sub = sub or "status"
+        if sub in {"-h", "--help"}:
+            print(parsers.gpu_cluster_doc())
+            return None
+        spec = parsers.SUBCOMMANDS.get(sub)
+        if spec is None:
+            raise parsers.unknown_subcommand(sub)
+        args = parsers.parse(spec, rest)
+        if args is None:
+            return None
+        try:
+            return _handlers[spec](self, args)
+        except GpuDaskError as err:
+            raise _user_error(err) from None
+
+    gpu_cluster.__doc__ = parsers.gpu_cluster_doc()
+
+    @_subcommand(parsers.start)
+    def _start(self, args: argparse.Namespace) -> Any:
+        from ..cluster.session import ClusterSession, refuse_or_replace
+
+        kept = refuse_or_replace("start", args.replace, warn=_warn)
+        if kept is not None:
+            return kept.client
+        print("Starting the Dask cluster…", flush=True)
+        session = ClusterSession.start(parsers.start_options(args), warn=_warn)
+        return self._summarise(session)
+
+    @_subcommand(parsers.attach)
+    def _attach(self, args: argparse.Namespace) -> Any:
+        from ..cluster.session import ClusterSession, refuse_or_replace
+
+        kept = refuse_or_replace("attach", args.replace, warn=_warn)
+        if kept is not None:
+            return kept.client
+        session = ClusterSession.attach(
+            args.address,
+            args.scheduler_file,
+            timeout=args.timeout,
+            tls_ca_file=args.tls_ca_file,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+        )
+        return self._summarise(session)
+
+    @_subcommand(parsers.join)
+    def _join(self, args: argparse.Namespace) -> Any:
+        from ..cluster.session import ClusterSession, refuse_or_replace
+        from ..cluster.target import AttachTarget
+
+        target = AttachTarget.resolve(
+            args.address, args.scheduler_file, args.tls_ca_file, args.tls_cert, args.tls_key, "join"
+        )
+        kept = refuse_or_replace("join", args.replace, warn=_warn)
+        if kept is not None:
+            return kept.client
+        print(f"Joining {target.address}…", flush=True)
+        options = parsers.join_options(args)
+        session = ClusterSession.join(target, options, timeout=args.timeout, warn=_warn)
+        return self._summarise(session)
+
+    @_subcommand(parsers.leave)
+    def _leave(self, args: argparse.Namespace) -> None:
+        from ..cluster.session import current
+
+        session = current()
+        if session is None:
+            print("No cluster to leave.")
+            return
+        address = session.address
+        print(session.leave(args.timeout).describe(address))
+        print(f"Disconnected from {address}; the scheduler keeps running.")
+
+    def _summarise(self, session: ClusterSession) -> Any:
+        from ..cluster import tables
+
+        _display(tables.summary_table(session))
+        return session.client
+
+    @_subcommand(parsers.status)
+    def _status(self, args: argparse.Namespace) -> None:
+        from ..cluster import tables
+        from ..cluster.session import current
+
+        session = current()
+        try:
+            if session is None:
+                print(tables.no_cluster_text())
+            elif not session.alive:
+                print(session.gone())
+            else:
+                _display(tables.status_table(session))
+        finally:
+            if args.verbose:  # also when the status fails: the error before it may say why
+                print(errors.last_report())
+
+    @_subcommand(parsers.scale)
+    def _scale(self, args: argparse.Namespace) -> None:
+        from ..cluster.session import require_current
+
+        require_current().scale(args.n)
+        print(f"{args.n} worker{'s' * (args.n != 1)} running.")
+
+    @_subcommand(parsers.restart)
+    def _restart(self, args: argparse.Namespace) -> None:
+        from ..cluster.session import require_current
+
+        require_current().restart()
+        print("Workers restarted.")
+
+    @_subcommand(parsers.stop)
+    def _stop(self, args: argparse.Namespace) -> None:
+        from ..cluster.session import current
+
+        session = current()
+        if session is None:
+            print("No cluster to stop.")
+            return
+        mode, address = session.mode, session.address
+        if mode == "joined":
+            print(session.leave().describe(address), "This kernel is disconnected from it.")
+        else:
+            session.close()
+        if mode == "attached":
+            print(f"Detached from {address}; that cluster keeps running.")
+        else:
+            print("Cluster stopped; its workers are gone.")
+
+    @_subcommand(parsers.panel)
+    def _panel(self, args: argparse.Namespace) -> None:
+        from ..widget import show_panel
+
+        options: dict[str, Any] = {"processes": args.processes}
+        if args.interval is not None:
+            options["interval"] = args.interval
+        if args.history is not None:
+            options["history"] = args.history
+        show_panel(text=True if args.text else None, **options)
+
+    @_subcommand(parsers.config)
+    def _config(self, args: argparse.Namespace) -> None:
+        from ..text.table import Table
+
+        table = Table("gpudask options", ["option", "value", "meaning"])
+        for option in config.OPTIONS.values():
+            table.add(option.name, option.show(config.get(option.name)), option.doc)
+        table.notes.append(
+            "Set with %config GpuDaskMagics.<option_with_underscores> = value, or dask.config key "
+            "gpudask.<option> (YAML or DASK_GPUDASK__<OPTION> environment variables)."
+        )
+        _display(table)
+
+    # -- %%to_gpu / %%to_cpu -----------------------------------------------------------------------
+
+    @cell_magic
+    def to_gpu(self, line: str, cell: str) -> None:
+        self._move(cell_parsers.to_gpu, "gpu", line, cell)
+
+    @cell_magic
+    def to_cpu(self, line: str, cell: str) -> None:
+        self._move(cell_parsers.to_cpu, "cpu", line, cell)
+
+    to_gpu.__doc__ = cell_parsers.to_gpu.__doc__
+    to_cpu.__doc__ = cell_parsers.to_cpu.__doc__
+
+    def _move(self, spec: Spec, direction: Direction, line: str, cell: str) -> None:
+        from ..convert import notice_once
+        from ..convert.namespace import Snapshot
+
+        args = parsers.parse(spec, line)
+        if args is None:
+            return
+        _check_move_arguments(args)
+        namespace = self.shell.user_ns
+        before = Snapshot(namespace)
+        result = self.shell.run_cell(cell, store_history=False)
+        if not result.success:
+            raise UsageError("the cell raised an exception (shown above); nothing was converted")
+        if args.names:
+            missing = [name for name in args.names if name not in namespace]
+            if missing:
+                raise UsageError(f"{', '.join(missing)}: no such variable after the cell")
+            names = list(args.names)
+        else:
+            names = before.changed(namespace)
+        names = [name for name in names if name not in set(args.exclude)]
+        try:
+            report, unavailable = _convert(args, direction, namespace, names)
+        except GpuDaskError as err:
+            raise _user_error(err) from None
+        for why in dict.fromkeys(unavailable):
+            message = notice_once(why)
+            if message:
+                _warn(message)
+        if not args.quiet and (report.moved or report.skipped):
+            _display(report.table())
