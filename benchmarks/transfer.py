@@ -108,8 +108,8 @@ def pipeline_piece(threads: int, to_device: bool = True) -> int:
     from gpudask_jupyter import config
     from gpudask_jupyter.convert.pinned import ring
 
-    chunk = ring.shape(int(config.get("pinned-buffer")), threads)[1]
-    return ring.piece_size(chunk, to_device)
+    shape = ring.shape(int(config.get("pinned-buffer")), threads)
+    return ring.piece_size(shape.chunk, to_device) if shape is not None else 0
 
 
 def _in_pieces(
@@ -523,7 +523,8 @@ def measure(
         for variant, changes in variants:
             timers[variant] = _variant(ours, changes)
         rate = {key: gbps(nbytes, s) for key, s in interleaved(timers, repeat).items()}
-        threads = staging.stager().last_threads  # chosen for the host's load, if not set
+        pinned = staging.stager()  # how many threads the host's load chose, if not set
+        threads = pinned.last_threads if pinned is not None else 0
         print(
             f"{head.format(f'{direction}, {threads} copy threads')} {spread(rate['ceiling'])} | "
             f"{anchor_name} {spread(rate['anchor'])} | {spread(rate['ours'])} | "
@@ -568,6 +569,7 @@ def sweep(gib: float, repeat: int, budgets: Sequence[int]) -> None:
             config.set_override("pinned-buffer", pinned * 2**20)
             staging.release()
             stager = staging.stager()
+            assert stager is not None, f"{pinned} MiB holds no ring"
             on_device = staging.to_device(array)
             staging.to_host(on_device)  # warm
             up = [_synchronized(lambda: staging.to_device(array)) for _ in range(repeat)]

@@ -26,7 +26,8 @@ import pandas as pd
 import pytest
 from test_host_memory import mapping_of
 
-from gpudask_jupyter.convert.pinned import host_memory, ring
+from gpudask_jupyter import config
+from gpudask_jupyter.convert.pinned import host_memory, ring, staging
 from gpudask_jupyter.convert.pinned.ring import MiB, PieceQueue, Segment
 from gpudask_jupyter.convert.pinned.staging import Batch, PinnedStager
 
@@ -137,17 +138,53 @@ def stager() -> Any:
     stager.close()
 
 
-def test_layout_fits_the_budget_and_keeps_the_ring_small() -> None:
-    for capacity in (4 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB):
-        for threads in (1, 2, 8, 14, 16):
-            depth, chunk = ring.shape(capacity, threads)
-            assert depth == 2
-            assert chunk % (64 * 1024) == 0 and MiB <= chunk <= 4 * MiB
-            if capacity >= 2 * threads * MiB:
-                assert depth * chunk * threads <= capacity
-    # the default budget is exactly the ring of 16 threads; a larger budget is not filled
-    assert ring.shape(128 * MiB, 16) == (2, 4 * MiB) == ring.shape(1024 * MiB, 16)
-    assert ring.shape(64 * MiB, 16) == (2, 2 * MiB)
+@pytest.mark.parametrize("threads", [1, 2, 8, 14, 16])
+@pytest.mark.parametrize(
+    "capacity", [0, 64 * 1024, 128 * 1024, MiB, 2 * MiB, 5 * MiB, 16 * MiB, 64 * MiB, 1024 * MiB]
+)
+def test_the_ring_never_exceeds_the_budget(capacity: int, threads: int) -> None:
+    shape = ring.shape(capacity, threads)
+    if capacity < 128 * 1024:  # not even two buffers of 64 KiB for one thread
+        assert shape is None
+        return
+    assert shape is not None
+    assert shape.nbytes <= capacity  # a bound on a shared server, whatever the budget
+    assert shape.depth == 2 and shape.chunk % (64 * 1024) == 0 and shape.chunk <= 4 * MiB
+    assert 1 <= shape.threads <= threads
+    if capacity >= 2 * threads * MiB:  # room enough: every thread, buffers of 1 MiB or more
+        assert shape.threads == threads and shape.chunk >= MiB
+
+
+def test_a_small_budget_takes_fewer_threads_before_smaller_buffers() -> None:
+    assert ring.shape(128 * MiB, 16) == ring.Shape(16, 2, 4 * MiB) == ring.shape(1024 * MiB, 16)
+    assert ring.shape(64 * MiB, 16) == ring.Shape(16, 2, 2 * MiB)
+    assert ring.shape(16 * MiB, 16) == ring.Shape(8, 2, MiB)  # not 16 threads of 512 KiB
+    assert ring.shape(MiB, 16) == ring.Shape(1, 2, 512 * 1024)
+
+
+def test_a_budget_too_small_for_a_ring_pins_nothing() -> None:
+    backend = FakeBackend()
+    with pytest.raises(ValueError, match="holds no ring"):
+        PinnedStager(64 * 1024, 4, backend=backend)
+    assert backend.pinned == {}
+    config.set_override("pinned-buffer", 0)
+    try:
+        assert not staging.use_pinned(10**9)  # large data takes the library's copy
+        assert staging.stager() is None
+        assert staging.pinned_bytes() == 0
+    finally:
+        config.clear_overrides()
+
+
+@pytest.mark.parametrize("capacity", [MiB, 3 * MiB, 16 * MiB])
+def test_the_pinned_memory_held_is_within_the_budget(capacity: int) -> None:
+    backend = FakeBackend()
+    pinned = PinnedStager(capacity, 16, backend=backend)
+    try:
+        held = sum(len(buffer) for buffer in backend.pinned.values())
+        assert held == pinned.capacity <= capacity
+    finally:
+        pinned.close()
 
 
 def test_device_to_host_moves_one_huge_page_at_a_time_and_host_to_device_a_whole_buffer() -> None:
@@ -290,6 +327,58 @@ def test_an_interrupted_wait_stops_the_copy_before_it_returns() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         pinned.close()
+
+
+def test_a_close_from_a_signal_handler_inside_a_transfer_never_hangs() -> None:
+    """SIGTERM's handler closes the stager while the main thread is inside a transfer, which
+    holds the stager's lock: the close returns at once, the transfer fails instead of handing
+    back half-copied data, and nothing is left in flight."""
+    backend = FakeBackend(delay=0.01)
+    pinned = PinnedStager(4 * MiB, 2, backend=backend)
+    took: list[float] = []
+
+    def terminate(signum: int, frame: Any) -> None:
+        started = time.monotonic()
+        pinned.close()
+        took.append(time.monotonic() - started)
+
+    previous = signal.signal(signal.SIGALRM, terminate)
+    try:
+        hosts = _arrays(8)
+        devices = [np.zeros_like(h) for h in hosts]
+        signal.setitimer(signal.ITIMER_REAL, 0.03)
+        with pytest.raises(RuntimeError, match="shutting down"):
+            pinned.copy(_segments(hosts, devices), to_device=True, device=0)
+        assert took and took[0] < 0.5
+        assert backend.busy == 0 and backend.in_flight() == 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    pinned.close()  # outside a transfer: frees everything
+    assert backend.pinned == {}
+
+
+def test_a_close_waits_for_another_threads_transfer_at_most_its_timeout() -> None:
+    backend = FakeBackend(delay=0.05)
+    pinned = PinnedStager(4 * MiB, 2, backend=backend)
+    hosts = _arrays(9)
+    devices = [np.zeros_like(h) for h in hosts]
+    inside = threading.Event()
+
+    def body() -> None:
+        with pinned.transfer(_segments(hosts, devices), True, 0):
+            inside.set()
+            time.sleep(1.0)
+
+    worker = threading.Thread(target=body)
+    worker.start()
+    inside.wait(5)
+    started = time.monotonic()
+    pinned.close(timeout=0.2)
+    assert time.monotonic() - started < 0.6
+    worker.join(10)
+    pinned.close()
+    assert backend.pinned == {}
 
 
 # -- device→host into fresh memory, faulted in ahead of the copy --------------------------------

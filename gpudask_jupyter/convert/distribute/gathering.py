@@ -153,7 +153,7 @@ def _through_devices(backs: Sequence[Back], placer: Placer) -> list[Back]:
                     failed.append(back)
                     continue
                 copies += device_blocks.segments(back.layout, pointer, back.into)
-            staging.stager().copy(copies, False, device)
+            staging.copy(copies, False, device)
     placer.drop([b.host for b in backs if b.device is not None and b not in failed])
     return failed
 

@@ -304,7 +304,7 @@ class _Builder:
         with device_blocks.opened(handle, part.device, part.owner.address) as pointer:
             opened = time.perf_counter()
             copies = device_blocks.segments(part.layout, pointer, sources)
-            staging.stager().copy(copies, True, part.device)
+            staging.copy(copies, True, part.device)
             copied = time.perf_counter()
         closed = time.perf_counter()
         steps = {"open": opened - started, "copy": copied - opened, "close": closed - copied}

@@ -38,6 +38,9 @@ from .ring import PieceQueue, Segment, piece_size
 
 log = logging.getLogger(__name__)
 
+#: seconds a close waits for another thread's transfer before leaving its buffers to it
+CLOSE_WAIT = 5.0
+
 
 def _wait_through_interrupts(futures: Sequence[Future[None]]) -> None:
     """Wait for every future even if the user interrupts again: the threads are already told to
@@ -67,14 +70,20 @@ class PinnedStager:
         prefault: Callable[[int, int], None] = host_memory.prefault,
         threads_now: Callable[[int, bool], int] | None = None,
     ) -> None:
-        self.threads = max(1, threads)
+        ring_shape = ring.shape(capacity, threads)
+        if ring_shape is None:
+            raise ValueError(f"a pinned budget of {capacity} bytes holds no ring")
+        self.threads, self.depth, self.chunk = (
+            ring_shape.threads,
+            ring_shape.depth,
+            ring_shape.chunk,
+        )
+        self.capacity = ring_shape.nbytes
         self._prefault = prefault  # (address, size): fault a device→host destination in
         # how many of the threads the next transfer uses (all, unless given)
         self._threads_now = threads_now or (lambda most, to_device: most)
         self.adapts = threads_now is not None
         self.last_threads = 0  # how many the last transfer used (the benchmark reports it)
-        self.depth, self.chunk = ring.shape(capacity, self.threads)
-        self.capacity = self.chunk * self.depth * self.threads
         self._backend: Backend = backend if backend is not None else CupyBackend()
         self._buffers: list[list[int]] = []
         try:
@@ -88,11 +97,12 @@ class PinnedStager:
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="gpudask-staging")
         self._per_device: dict[int, tuple[list[Any], list[list[Any]]]] = {}
         self._lock = threading.Lock()
+        self._owner: int | None = None  # the thread inside a transfer
+        self._pieces: PieceQueue | None = None  # the running transfer's
+        self._stopped = False  # closed from a signal handler in the middle of a transfer
 
     def matches(self, capacity: int, threads: int) -> bool:
-        return self.threads == max(1, threads) and (self.depth, self.chunk) == ring.shape(
-            capacity, self.threads
-        )
+        return ring.shape(capacity, threads) == ring.Shape(self.threads, self.depth, self.chunk)
 
     def _streams(self, device: int) -> tuple[list[Any], list[list[Any]]]:
         if device not in self._per_device:
@@ -154,26 +164,37 @@ class PinnedStager:
         writing arrays the caller is about to free, or buffers the next transfer will use.
         """
         with self._lock:
-            self._streams(device)
-            # kernels on other streams may still use the memory we read or write
-            self._backend.synchronize(device)
-            pieces = PieceQueue(segments, piece_size(self.chunk, to_device))
-            futures: list[Future[None]] = []
-            active = max(1, min(self.threads, self._threads_now(self.threads, to_device)))
-            self.last_threads = active
+            self._owner, self._stopped = threading.get_ident(), False
             try:
-                for t in range(min(active, pieces.count)):
-                    futures.append(self._pool.submit(self._work, t, pieces, to_device, device))
-                yield
-                wait(futures)
-            except BaseException:
-                pieces.cancel()
-                _wait_through_interrupts(futures)
-                raise
-            if self.adapts:
-                thread_count.transfer_done()
-            for future in futures:
-                future.result()
+                yield from self._transfer(segments, to_device, device)
+            finally:
+                self._owner = self._pieces = None
+
+    def _transfer(
+        self, segments: Sequence[Segment], to_device: bool, device: int
+    ) -> Iterator[None]:
+        self._streams(device)
+        # kernels on other streams may still use the memory we read or write
+        self._backend.synchronize(device)
+        pieces = self._pieces = PieceQueue(segments, piece_size(self.chunk, to_device))
+        futures: list[Future[None]] = []
+        active = max(1, min(self.threads, self._threads_now(self.threads, to_device)))
+        self.last_threads = active
+        try:
+            for t in range(min(active, pieces.count)):
+                futures.append(self._pool.submit(self._work, t, pieces, to_device, device))
+            yield
+            wait(futures)
+        except BaseException:
+            pieces.cancel()
+            _wait_through_interrupts(futures)
+            raise
+        if self.adapts:
+            thread_count.transfer_done()
+        for future in futures:
+            future.result()
+        if self._stopped:
+            raise RuntimeError("the pinned copy was stopped: the kernel is shutting down")
 
     def copy(self, segments: Sequence[Segment], to_device: bool, device: int) -> None:
         with self.transfer(segments, to_device, device):
@@ -185,19 +206,36 @@ class PinnedStager:
                 self._backend.free_pinned(ptr)
         self._buffers = []
 
-    def close(self) -> None:
-        with self._lock:
+    def close(self, timeout: float = CLOSE_WAIT) -> None:
+        """Stop the threads and free the buffers. Never hangs: called from a signal handler
+        (SIGTERM) that interrupted a transfer on this very thread, it only cuts the transfer
+        short (which then fails) and leaves the buffers to the ending process; while another
+        thread's transfer runs, it waits for it at most ``timeout`` seconds."""
+        if self._owner == threading.get_ident():
+            pieces = self._pieces
+            if pieces is not None:
+                pieces.cancel()
+            self._stopped = True
+            log.debug("pinned stager closed inside a transfer: buffers left to the exit")
+            return
+        if not self._lock.acquire(timeout=timeout):
+            log.warning("a pinned transfer still runs: its buffers are freed when it ends")
+            return
+        try:
             self._pool.shutdown(wait=True)
             self._free_buffers()
             self._per_device.clear()
+        finally:
+            self._lock.release()
 
 
 _stager: PinnedStager | None = None
-_stager_lock = threading.Lock()
+_stager_lock = threading.RLock()  # re-entrant: SIGTERM's handler may release inside stager()
 
 
-def stager() -> PinnedStager:
-    """The process's stager, created on first use from the current options."""
+def stager() -> PinnedStager | None:
+    """The process's stager, created on first use from the current options; None when the
+    ``pinned-buffer`` budget is too small for a ring (then nothing is pinned)."""
     global _stager
     capacity = int(config.get("pinned-buffer"))
     asked = int(config.get("transfer-threads"))
@@ -208,7 +246,7 @@ def stager() -> PinnedStager:
         ):
             _stager.close()
             _stager = None
-        if _stager is None:
+        if _stager is None and ring.shape(capacity, threads) is not None:
             # threads chosen by the user are used as they are; chosen here, fewer on a busy host
             adapt = None if asked else thread_count.copy_threads
             _stager = PinnedStager(capacity, threads, threads_now=adapt)
@@ -220,6 +258,24 @@ def stager() -> PinnedStager:
             )
             lifecycle.on_unload(release, lifecycle.MEMORY)
         return _stager
+
+
+def copy(segments: Sequence[Segment], to_device: bool, device: int) -> None:
+    """Copy ``segments`` through the pinned ring, or, where the budget holds none, one after
+    another with the runtime's own (pageable) copy."""
+    through = stager()
+    if through is not None:
+        through.copy(segments, to_device, device)
+        return
+    import cupy
+
+    kind = 1 if to_device else 2  # cudaMemcpyHostToDevice / DeviceToHost
+    with cupy.cuda.Device(device):
+        for segment in segments:
+            dst, src = (
+                (segment.device, segment.host) if to_device else (segment.host, segment.device)
+            )
+            cupy.cuda.runtime.memcpy(dst, src, segment.nbytes, kind)
 
 
 def pinned_bytes() -> int:
@@ -238,7 +294,10 @@ def release() -> None:
 
 
 def use_pinned(nbytes: int) -> bool:
-    return nbytes >= int(config.get("transfer-threshold"))
+    """Whether ``nbytes`` go through the pinned ring: large enough, and a ring fits the budget."""
+    if nbytes < int(config.get("transfer-threshold")):
+        return False
+    return ring.shape(int(config.get("pinned-buffer")), 1) is not None
 
 
 def current_device() -> int:
@@ -327,6 +386,10 @@ class Batch:
             return
         try:
             through = self._through if self._through is not None else stager()
+            if through is None:  # the budget holds no ring (it changed since use_pinned said)
+                copy(self._segments, self.to_device, self.device)
+                yield
+                return
             with through.transfer(self._segments, self.to_device, self.device):
                 yield
         finally:
