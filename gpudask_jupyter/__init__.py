@@ -41,10 +41,11 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register the magics, their tab completion, and the closing of what they start when the
     kernel shuts down or gets SIGTERM (:mod:`.lifecycle.shutdown`)."""
     global _magics
-    from .lifecycle import shutdown
+    from .lifecycle import leftovers, shutdown
     from .magics import completion
     from .magics.gpudask_magics import GpuDaskMagics
 
+    leftovers.remove()
     if _magics is not None:
         unload_ipython_extension(ipython)
     _magics = GpuDaskMagics(shell=ipython, parent=ipython)

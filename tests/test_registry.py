@@ -235,10 +235,29 @@ def test_prune_removes_dead_entries_and_their_tls_keys_only(tmp_path: Path) -> N
     assert left == [f"{registry.ENTRY_PREFIX}alive.json", f"{registry.ENTRY_PREFIX}newer.json"]
 
 
-def test_prune_removes_loose_tls_folders_only_when_old(tmp_path: Path) -> None:
-    fresh = Path(registry.write_tls("fresh", {"ca": "x"}, tmp_path)["ca_file"]).parent
-    old = Path(registry.write_tls("old", {"ca": "x"}, tmp_path)["ca_file"]).parent
+def test_prune_removes_loose_tls_folders_of_gone_writers(tmp_path: Path) -> None:
+    """A TLS folder without an entry goes as soon as the process that wrote it is gone (a
+    kernel killed during its start); one of a live process stays, however old; one that does
+    not say who wrote it (an older package's) goes once it is old."""
+    mine = Path(registry.write_tls("mine", {"ca": "x"}, tmp_path)["ca_file"]).parent
     past = time.time() - registry.LOOSE_TLS_SECONDS - 60
-    os.utime(old, (past, past))
+    os.utime(mine, (past, past))
+    dead = subprocess.run([sys.executable, "-c", _WRITE_TLS.format(path=str(tmp_path))], check=True)
+    assert dead.returncode == 0
+    killed = tmp_path / f"{registry.ENTRY_PREFIX}killed-tls"
+    assert killed.exists()
+    anonymous = Path(registry.write_tls("anonymous", {"ca": "x"}, tmp_path)["ca_file"]).parent
+    (anonymous / registry.OWNER).unlink()
+    young = Path(registry.write_tls("young", {"ca": "x"}, tmp_path)["ca_file"]).parent
+    (young / registry.OWNER).unlink()
+    os.utime(anonymous, (past, past))
     registry.prune(tmp_path)
-    assert fresh.exists() and not old.exists()
+    assert mine.exists() and young.exists()
+    assert not killed.exists() and not anonymous.exists()
+
+
+_WRITE_TLS = (
+    "from pathlib import Path\n"
+    "from gpudask_jupyter import registry\n"
+    "registry.write_tls('killed', {{'ca': 'x'}}, Path({path!r}))\n"
+)

@@ -42,6 +42,7 @@ MAX_ENTRY_BYTES = 64 * 1024
 #: seconds two readings of one process's start time may differ by
 #: TLS folders without an entry are removed after this long (a kernel killed while starting)
 LOOSE_TLS_SECONDS = 600.0
+OWNER = "owner.json"  # in a TLS folder: who wrote it
 
 
 def runtime_dir() -> Path:
@@ -119,10 +120,15 @@ def write(entry: Entry, directory: Path | None = None) -> Path:
 
 
 def write_tls(kernel_id: str, pem: dict[str, str], directory: Path | None = None) -> dict[str, str]:
-    """Write TLS material (PEM text by role) into an owner-only folder; return the file paths."""
+    """Write TLS material (PEM text by role) into an owner-only folder; return the file paths.
+
+    The folder also names the process that wrote it (``owner``: pid and start time), so that a
+    kernel killed before it wrote its entry leaves a folder the next prune removes at once."""
     folder = (directory or runtime_dir()) / f"{ENTRY_PREFIX}{kernel_id}-tls"
     folder.mkdir(mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)
+    owner = {"pid": os.getpid(), "started": process_started(os.getpid())}
+    _write_private(folder / OWNER, json.dumps(owner))
     paths = {}
     for role, text in pem.items():
         target = folder / f"{role}.pem"
@@ -132,10 +138,20 @@ def write_tls(kernel_id: str, pem: dict[str, str], directory: Path | None = None
 
 
 def remove(kernel_id: str, directory: Path | None = None) -> None:
-    path = path_for(kernel_id, directory)
+    """Remove the entry of ``kernel_id`` and its TLS folder."""
+    remove_entry(kernel_id, directory)
+    remove_tls(kernel_id, directory)
+
+
+def remove_entry(kernel_id: str, directory: Path | None = None) -> None:
+    """Remove the entry only: the server stops following the cluster at once, while its
+    processes may still read the TLS files until they are closed."""
     with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    tls = path.with_name(f"{ENTRY_PREFIX}{kernel_id}-tls")
+        path_for(kernel_id, directory).unlink()
+
+
+def remove_tls(kernel_id: str, directory: Path | None = None) -> None:
+    tls = path_for(kernel_id, directory).with_name(f"{ENTRY_PREFIX}{kernel_id}-tls")
     if tls.exists():
         try:
             shutil.rmtree(tls)
@@ -228,14 +244,34 @@ def prune(directory: Path | None = None) -> list[str]:
 
 
 def _prune_loose_tls(folder: Path) -> None:
-    """TLS folders of this user with no entry, older than :data:`LOOSE_TLS_SECONDS` (a kernel
-    killed between writing its keys and its entry)."""
+    """TLS folders of this user with no entry whose writer is gone (a kernel killed between
+    writing its keys and its entry, or while closing), or, where the folder does not say who
+    wrote it (an older package), older than :data:`LOOSE_TLS_SECONDS`."""
     for tls in folder.glob(f"{ENTRY_PREFIX}*-tls"):
         try:
             info = tls.lstat()
         except OSError:
             continue
         entry = tls.with_name(tls.name.removesuffix("-tls") + ".json")
-        old = time.time() - info.st_mtime > LOOSE_TLS_SECONDS
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and old and not entry.exists():
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or entry.exists():
+            continue
+        owner = _tls_owner(tls)
+        if owner is None:
+            gone = time.time() - info.st_mtime > LOOSE_TLS_SECONDS
+        else:
+            gone = not same_process(*owner)
+        if gone:
             shutil.rmtree(tls, ignore_errors=True)
+
+
+def _tls_owner(tls: Path) -> tuple[int, float] | None:
+    """(pid, start time) of the process that wrote a TLS folder, None where it does not say."""
+    try:
+        data, info = small_files.read_regular(tls / OWNER, MAX_ENTRY_BYTES, follow=False)
+        raw = json.loads(data)
+        pid, started = raw["pid"], raw["started"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+    if not is_private(info) or not isinstance(pid, int) or not isinstance(started, int | float):
+        return None
+    return pid, float(started)

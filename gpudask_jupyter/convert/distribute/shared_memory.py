@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from ... import config
+from ... import config, lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +187,8 @@ class Segments:
 
     def __enter__(self) -> Segments:
         remove_stale(self.directory)
+        # a SIGTERM in the middle of a transfer ends the process before __exit__ runs
+        lifecycle.on_unload(remove_own, lifecycle.MEMORY)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -216,6 +218,25 @@ class Segments:
                 continue
             except OSError:
                 log.warning("could not remove the shared-memory segment %s", path, exc_info=True)
+
+
+def remove_own(directory: str | None = None) -> list[str]:
+    """Remove every segment this process made, without waiting for the transfers that use them
+    (for the closers of ``%unload_ext`` and SIGTERM, which may interrupt one on this thread:
+    an open descriptor stays valid, and the space is given back once the last one is closed)."""
+    directory = directory or DIRECTORY
+    mine = f"{SEGMENT_PREFIX}{owner_tag()}-"
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(mine)]
+    except OSError:
+        log.debug("cannot list %s", directory, exc_info=True)
+        return removed
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(directory, name))
+            removed.append(name)
+    return removed
 
 
 def ours(directory: str | None = None) -> list[str]:

@@ -1,0 +1,26 @@
+"""What a kernel of this user that was killed left behind, removed when the next one loads the
+extension.
+
+SIGKILL runs no handler, and SIGTERM's closers may be cut short: a registry entry, a TLS folder,
+shared-memory segments can stay. Each is named by the process that made it (pid and start time),
+so anything whose process no longer runs is removed here, on ``%load_ext``, and again before
+every start and every transfer that would make new ones. Nothing another user owns is touched.
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def remove() -> None:
+    """Remove what killed kernels of this user left; a failure only costs the tidy-up."""
+    from .. import registry
+    from ..convert.distribute import shared_memory
+
+    for tidy in (registry.prune, shared_memory.remove_stale):
+        try:
+            tidy()
+        except Exception:
+            log.debug("%s failed", tidy.__qualname__, exc_info=True)

@@ -1,0 +1,94 @@
+"""A kernel ended in the middle of its work leaves nothing behind once the next kernel of the same
+user loads the extension: SIGTERM in the middle of ``--distribute`` removes the transfer's
+shared-memory segments and the TLS folder on the way out (and never hangs); after SIGKILL, which
+runs no handler, the next kernel's ``%load_ext`` removes them. Real kernels, a real CPU cluster,
+real segments in /dev/shm."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import spawned_workers, wait_gone
+from test_kernel_lifecycle import run
+
+from gpudask_jupyter.convert.distribute import shared_memory
+
+pytestmark = pytest.mark.timeout(240)
+
+SMALL_SHM = "%config GpuDaskMagics.distribute_shm_limit = '8MiB'"  # many rounds: a long transfer
+SPREAD = (
+    "%%to_gpu --distribute --npartitions 64 -q\n"
+    "import numpy as np\n"
+    "big = np.arange(60_000_000, dtype='float64')\n"
+)
+
+
+def _mid_transfer(km: Any, kc: Any) -> tuple[int, list[Any]]:
+    """Start a cluster and a long --distribute; return once its segments exist (the kernel's
+    pid, its workers)."""
+    pid = km.provisioner.process.pid
+    reply = run(kc, f"%load_ext gpudask_jupyter\n%gpu_cluster start --n-workers 2\n{SMALL_SHM}")
+    assert reply["status"] == "ok", reply["output"]
+    workers = spawned_workers(pid)
+    tag = shared_memory.owner_tag(pid)  # read while the kernel lives
+    kc.execute(SPREAD)
+    deadline = time.monotonic() + 60
+    while not [n for n in shared_memory.ours() if tag in n and not n.endswith(".probe")]:
+        assert time.monotonic() < deadline, "the transfer made no segment"
+        time.sleep(0.01)
+    return pid, workers
+
+
+def _left_by(pid: int) -> list[str]:
+    """The segments of process ``pid`` in /dev/shm (whether it still runs or not)."""
+    return [
+        n for n in shared_memory.ours() if n.startswith(f"{shared_memory.SEGMENT_PREFIX}{pid}-")
+    ]
+
+
+def test_sigterm_mid_transfer_leaves_no_segment_and_never_hangs(
+    kernel: Any, runtime_dir: Path
+) -> None:
+    km, kc = kernel
+    pid, workers = _mid_transfer(km, kc)
+    os.kill(pid, signal.SIGTERM)
+    ended = time.monotonic()
+    process = km.provisioner.process
+    while process.poll() is None:
+        assert time.monotonic() - ended < 10, "SIGTERM hung the kernel"
+        time.sleep(0.05)
+    assert _left_by(pid) == []
+    assert wait_gone(workers) == []
+    assert not list(runtime_dir.glob("gpudask-kernel-*"))
+
+
+def test_after_sigkill_the_next_kernel_removes_what_was_left(
+    kernel: Any, runtime_dir: Path
+) -> None:
+    from jupyter_client.manager import KernelManager
+
+    km, kc = kernel
+    pid, workers = _mid_transfer(km, kc)
+    os.kill(pid, signal.SIGKILL)  # no handler runs
+    km.provisioner.process.wait()
+    assert wait_gone(workers) == []
+    assert _left_by(pid)  # the segments are still there
+    assert list(runtime_dir.glob("gpudask-kernel-*"))  # and the entry, the TLS folder
+    nxt = KernelManager(kernel_name="python3")
+    nxt.start_kernel()
+    client = nxt.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        reply = run(client, "%load_ext gpudask_jupyter")
+        assert reply["status"] == "ok", reply["output"]
+        assert _left_by(pid) == []
+        assert not list(runtime_dir.glob("gpudask-kernel-*"))
+    finally:
+        client.stop_channels()
+        nxt.shutdown_kernel(now=True)
