@@ -15,8 +15,11 @@ Checked on: distributed 2024.8 – 2026.8; dask 2024.8 – 2026.8; dask-cuda 25.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 # -- distributed -----------------------------------------------------------------------------------
 
@@ -200,6 +203,41 @@ def unrunnable_restrictions(scheduler: Any) -> Iterator[Mapping[str, Any]]:
         yield ts.resource_restrictions or {}
 
 
+def fail_unrunnable(dask_scheduler: Any, keys: list[Any], message: str) -> list[Any]:
+    """Fail those of ``keys`` that can no longer run (restricted to a worker that left: the
+    "no-worker" state), with ``RuntimeError(message)``; the keys failed.
+
+    What ``Scheduler._check_unrunnable_task_timeouts`` does to a task whose restrictions stay
+    unmet (the ``no-workers-timeout`` option), for these keys and at once:
+    ``Scheduler.transition(key, "erred", exception=..., cause=key, ...)``, then
+    ``Scheduler.transitions`` on what that recommends (distributed 2024.8 – 2026.8). The task's
+    dependents fail with the same exception, now and whenever they are submitted again.
+    """
+    import pickle
+    import time
+
+    stimulus_id = f"gpudask-lost-partition-{time.time()}"
+    recommendations: dict[Any, Any] = {}
+    failed = []
+    for key in keys:
+        ts = dask_scheduler.tasks.get(key)
+        if ts is None or ts.state not in ("no-worker", "released", "queued"):
+            continue
+        recommendations.update(
+            dask_scheduler.transition(
+                key,
+                "erred",
+                exception=pickle.dumps(RuntimeError(message)),
+                exception_text=message,
+                cause=key,
+                stimulus_id=stimulus_id,
+            )
+        )
+        failed.append(key)
+    dask_scheduler.transitions(recommendations, stimulus_id=stimulus_id)
+    return failed
+
+
 # -- dask-cuda ------------------------------------------------------------------------------------
 
 
@@ -358,13 +396,26 @@ def frame_from_columns(
 
 
 def builds_from_plc() -> bool:
-    """Whether this cuDF is one whose column internals were checked (26.10) and spills nothing:
-    elsewhere strings and categoricals take cuDF's own path. (A spilled buffer's span has no
-    device memory behind it, which :func:`string_parts` reads directly.)"""
+    """Whether this cuDF is one whose column internals were checked (26.10, the release
+    ``pyproject.toml`` asks for) and spills nothing: elsewhere strings and categoricals take
+    cuDF's own path, which the log says once. (A spilled buffer's span has no device memory
+    behind it, which :func:`string_parts` reads directly.)"""
     import cudf
 
     release = tuple(int(p) for p in cudf.__version__.split(".")[:2] if p.isdigit())
-    return release == (26, 10) and not cudf.get_option("spill")
+    if release != (26, 10):
+        if not _said_release:
+            _said_release.append(release)
+            log.warning(
+                "cuDF %s is not the release gpudask_jupyter checked (26.10): string and "
+                "categorical columns take cuDF's own, slower path",
+                cudf.__version__,
+            )
+        return False
+    return not cudf.get_option("spill")
+
+
+_said_release: list[tuple[int, ...]] = []
 
 
 def plc_of(column: Any) -> Any:

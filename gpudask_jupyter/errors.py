@@ -23,6 +23,10 @@ class ClusterError(GpuDaskError):
     """Starting, attaching to or managing a Dask cluster failed."""
 
 
+class ArgumentError(GpuDaskError, ValueError):
+    """Arguments that cannot be combined, or a value out of range; nothing was started."""
+
+
 class NoGpuError(GpuDaskError):
     """A GPU was required (``--require-gpu`` or the ``require-gpu`` option) but none is usable."""
 

@@ -192,11 +192,29 @@ def test_status_names_resources_no_worker_offers(shell, capsys) -> None:
     assert all(f.status == "pending" for f in futures)
 
 
-def test_a_start_that_fails_leaves_no_key_and_no_process(shell, runtime_dir: Path) -> None:
+def test_a_start_refused_before_anything_runs_leaves_nothing(shell, runtime_dir: Path) -> None:
     from IPython.core.error import UsageError
 
-    with pytest.raises(UsageError, match="The cluster did not start"):
+    with pytest.raises(UsageError, match="cannot listen there"):
         shell.run_line_magic("gpu_cluster", START + " --host 192.0.2.1")  # not ours: no bind
+    assert cluster.current() is None
+    assert wait_gone(spawned_workers()) == []
+    assert not list(runtime_dir.glob(f"{registry.ENTRY_PREFIX}*"))
+
+
+def test_a_start_that_fails_leaves_no_key_and_no_process(
+    shell, runtime_dir: Path, monkeypatch
+) -> None:
+    """The cluster and its workers are up when the wait for them fails: all of it is closed."""
+    from distributed import Client
+    from IPython.core.error import UsageError
+
+    def never(self, *args, **kwargs):
+        raise TimeoutError("the workers did not come")
+
+    monkeypatch.setattr(Client, "wait_for_workers", never)
+    with pytest.raises(UsageError, match="The cluster did not start"):
+        shell.run_line_magic("gpu_cluster", START)
     assert cluster.current() is None
     assert wait_gone(spawned_workers()) == []
     assert not list(runtime_dir.glob(f"{registry.ENTRY_PREFIX}*"))

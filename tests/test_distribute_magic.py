@@ -66,3 +66,32 @@ def test_distribute_without_a_cluster_says_how_to_get_one(shell: Any) -> None:
 def test_panel_text_flag_prints_a_snapshot(shell: Any, capsys: Any) -> None:
     shell.run_line_magic("gpu_cluster", "panel --text")
     assert capsys.readouterr().out.startswith("GPU Dask panel:")
+
+
+@pytest.mark.parametrize(
+    ("call", "said"),
+    [
+        ({"distribute": True, "device": 0}, "device and distribute exclude each other"),
+        ({"npartitions": 3}, "npartitions goes with distribute=True"),
+        ({"client": object()}, "client goes with distribute=True"),
+        ({"distribute": True, "npartitions": -1}, r"whole number of 1 or more \(got -1\)"),
+        ({"distribute": True, "npartitions": True}, r"whole number of 1 or more \(got True\)"),
+        ({"distribute": True, "npartitions": 2.5}, r"got 2.5"),
+        ({"device": -1}, "GPU index, 0 or more"),
+        ({"device": True}, "GPU index, 0 or more"),
+    ],
+)
+def test_the_functions_refuse_what_they_would_drop(call: dict[str, Any], said: str) -> None:
+    from gpudask_jupyter import to_gpu
+    from gpudask_jupyter.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=said):
+        to_gpu(np.arange(3), **call)
+
+
+def test_to_cpu_refuses_a_client_without_gather() -> None:
+    from gpudask_jupyter import to_cpu
+    from gpudask_jupyter.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match="client goes with gather=True"):
+        to_cpu(np.arange(3), client=object())

@@ -86,6 +86,16 @@ def launch(
     return client, cluster
 
 
+def check_answers(target: AttachTarget, timeout: float) -> None:
+    """:class:`~..errors.ClusterError` unless a Dask scheduler answers at ``target`` within
+    ``timeout`` (:mod:`.handshake`: nothing is left open)."""
+    security = target.security()
+    context = security.get_connection_args("client").get("ssl_context") if security else None
+    verdict = handshake.check(target.address, timeout, context)
+    if not verdict.ok:
+        raise ClusterError(verdict.problem) from verdict.cause
+
+
 def connect(target: AttachTarget, timeout: float, asked: str = "attach") -> Any:
     """The default client of ``target``'s scheduler, for ``asked`` (``attach`` or ``join``). The
     whole connection, handshake included, is bounded by ``timeout``: a first look
@@ -94,11 +104,8 @@ def connect(target: AttachTarget, timeout: float, asked: str = "attach") -> Any:
     from distributed import Client
 
     deadline = time.monotonic() + timeout
+    check_answers(target, timeout)
     security = target.security()
-    context = security.get_connection_args("client").get("ssl_context") if security else None
-    verdict = handshake.check(target.address, timeout, context)
-    if not verdict.ok:
-        raise ClusterError(verdict.problem) from verdict.cause
     left = max(0.5, deadline - time.monotonic())
     try:
         return Client(target.address, timeout=left, security=security, set_as_default=True)

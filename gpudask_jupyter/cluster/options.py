@@ -192,6 +192,23 @@ def resolve_workers(
     return devices, reason
 
 
+def check_listen_host(host: str) -> None:
+    """Refuse a ``--host`` this machine cannot listen on (an address of another machine, a name
+    that does not resolve) before anything starts: the scheduler would fail on it half-way."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.bind(address)
+    except (OSError, IndexError, UnicodeError) as err:
+        raise ClusterError(
+            f"--host {host}: this machine cannot listen there ({err}); give one of its own "
+            "addresses, or leave --host out (this machine only)"
+        ) from None
+
+
 def check_cpu_workers(n: int, asked: str, allowed: int | None = None) -> None:
     """Refuse more CPU workers than cores (or than ``allowed``, what a start with
     ``--oversubscribe`` asked for): each is a process with its own memory, and a huge count

@@ -23,6 +23,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from .. import compat, config, lifecycle, registry
@@ -30,7 +31,7 @@ from ..errors import ClusterError
 from ..machine import nvml, processes
 from ..registry.kernel_id import kernel_id
 from ..text.units import format_seconds
-from . import gpus, security
+from . import gpus
 from .connect import (
     close_quietly,
     connect,
@@ -46,9 +47,7 @@ from .options import (
     ATTACH_TIMEOUT,
     LEAVE_TIMEOUT,
     StartOptions,
-    Warn,
     check_cpu_workers,
-    resolve_workers,
     temporary_tls,
 )
 from .security import Access
@@ -98,25 +97,22 @@ class ClusterSession:
     # -- construction ---------------------------------------------------------------------------
 
     @classmethod
-    def start(cls, opts: StartOptions, warn: Warn = _stderr) -> ClusterSession:
-        """Start a local cluster: one worker per usable GPU, else CPU workers after a warning
-        (an error when a GPU is required). Nothing is left running when it fails."""
-        access = security.decide(opts)
-        devices, reason = resolve_workers(opts, warn)
-        for message in access.warnings:
-            warn(message)
+    def start(cls, plan: StartPlan) -> ClusterSession:
+        """Start a local cluster as ``plan`` (see :func:`plan_start`) says. Nothing is left
+        running when it fails."""
+        opts, access = plan.opts, plan.access
         prune_registry()
         kernel = kernel_id()
         tls_security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
         guard = IpyMainGuard()
         guard.hold()
         try:
-            client, cluster = launch(opts, devices, tls_security, access.dashboard)
+            client, cluster = launch(opts, plan.devices, tls_security, access.dashboard)
         except BaseException:
             guard.release()
             registry.remove(kernel)  # the TLS files written for it
             raise
-        session = cls(client, cluster, devices, reason, tls_files, access)
+        session = cls(client, cluster, plan.devices, plan.reason, tls_files, access)
         session.main_guard = guard
         if opts.oversubscribe:
             session.cpu_workers_allowed = opts.n_workers
@@ -128,17 +124,8 @@ class ClusterSession:
         return session
 
     @classmethod
-    def attach(
-        cls,
-        address: str | None = None,
-        scheduler_file: str | None = None,
-        timeout: float = ATTACH_TIMEOUT,
-        tls_ca_file: str | None = None,
-        tls_cert: str | None = None,
-        tls_key: str | None = None,
-    ) -> ClusterSession:
-        """Connect to a running scheduler, by address or scheduler file, within ``timeout``."""
-        target = AttachTarget.resolve(address, scheduler_file, tls_ca_file, tls_cert, tls_key)
+    def attach(cls, target: AttachTarget, timeout: float = ATTACH_TIMEOUT) -> ClusterSession:
+        """Connect to ``target``'s running scheduler within ``timeout``."""
         prune_registry()
         client = connect(target, timeout)
         session = cls(client, None, [], tls_files=target.tls_files())
@@ -147,24 +134,18 @@ class ClusterSession:
         return session
 
     @classmethod
-    def join(
-        cls,
-        target: AttachTarget,
-        opts: StartOptions,
-        timeout: float = ATTACH_TIMEOUT,
-        warn: Warn = _stderr,
-    ) -> ClusterSession:
-        """Lend this machine's GPUs (else CPU workers) to ``target``'s scheduler: connect within
-        ``timeout``, then start one worker per GPU there. Nothing is left running on failure."""
-        devices, reason = resolve_workers(opts, warn, joining=True)
+    def join(cls, plan: JoinPlan) -> ClusterSession:
+        """Lend this machine's GPUs (else CPU workers) to the scheduler of ``plan`` (see
+        :func:`plan_join`): connect, then start one worker per GPU there. Nothing is left
+        running on failure."""
         prune_registry()
-        client = connect(target, timeout, "join")
+        client = connect(plan.target, plan.timeout, "join")
         try:
-            joined = JoinedWorkers.start(target, opts, devices, worker_name())
+            joined = JoinedWorkers.start(plan.target, plan.opts, plan.devices, worker_name())
         except BaseException:
             close_quietly(client, 10)
             raise
-        session = cls(client, None, devices, reason, tls_files=target.tls_files())
+        session = cls(client, None, plan.devices, plan.reason, tls_files=plan.target.tls_files())
         session.joined = joined
         joined.on_change = session._register  # the server marks our workers by their addresses
         session._register()
@@ -322,7 +303,7 @@ class ClusterSession:
         self._closed = True
         if self.joined is not None:
             self.joined.stop_watching()  # it would write the entry again
-        registry.remove(self.kernel_id)
+        registry.remove_entry(self.kernel_id)  # the sidebar lets go of it at once
         if self.joined is not None:
             self.joined.leave(self.client if alive else None, QUICK_RETIRE)
         if self.cluster is not None:
@@ -331,6 +312,8 @@ class ClusterSession:
         if self.cluster is not None:
             close_quietly(self.cluster, 30)
             self.pids.end_leftovers()
+        # the TLS files last: a nanny restarting its worker until the end still reads them
+        registry.remove_tls(self.kernel_id)
         self.main_guard.release()
         if _current is self:
             _set_current(None)
@@ -358,23 +341,25 @@ def require_current() -> ClusterSession:
     return session
 
 
-def refuse_or_replace(asked: str, replace: bool, warn: Warn = _stderr) -> ClusterSession | None:
-    """The rule for a second ``start``, ``attach`` or ``join`` (``asked``): a live session is
-    kept and the user told how to replace it, unless ``replace``; else any old one is closed.
+@dataclass(frozen=True)
+class StartPlan:
+    """A start checked in full: what to start, who may reach it. Nothing runs yet."""
 
-    Returns the kept session (the request is refused), or None (go ahead).
-    """
-    session = _current
-    if session is not None and session.alive and not replace:
-        warn(
-            f"A cluster is already running in this kernel ({session.mode}, scheduler "
-            f"{session.address}); nothing was changed. Use %gpu_cluster stop first, "
-            f"or {asked} --replace."
-        )
-        return session
-    if session is not None:
-        session.close()
-    return None
+    opts: StartOptions
+    access: Access
+    devices: list[nvml.Device]
+    reason: str  # why no GPU ("" with GPUs)
+
+
+@dataclass(frozen=True)
+class JoinPlan:
+    """A join checked in full, the scheduler found answering. Nothing runs yet."""
+
+    target: AttachTarget
+    opts: StartOptions
+    devices: list[nvml.Device]
+    reason: str
+    timeout: float
 
 
 def _set_current(session: ClusterSession | None) -> None:
@@ -398,8 +383,10 @@ def close_current() -> bool:
 
 
 def forget_current() -> None:
-    """Remove the session's registry entry (and TLS keys) at once: the first thing to do when
-    the kernel is going away, since whatever comes next may be cut short by SIGKILL."""
+    """Remove the session's registry entry at once: the first thing to do when the kernel is
+    going away, since whatever comes next may be cut short by SIGKILL. Its TLS folder goes when
+    the cluster has closed (its nannies read it until then), or, after a SIGKILL, at the next
+    ``%load_ext`` (:mod:`..lifecycle.leftovers`)."""
     session = _current
     if session is not None:
-        registry.remove(session.kernel_id)
+        registry.remove_entry(session.kernel_id)  # the TLS files stay until the cluster closes

@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import config
 from ..errors import ConversionError
+from .arguments import check_to_cpu, check_to_gpu
 from .converter import Context, Converter, Direction, module_class
 from .lookup import find, register, unregister
 from .transaction import convert_names
@@ -106,6 +107,7 @@ def to_gpu(
     workers), in ``npartitions`` partitions balanced by bytes (by default about 512 MiB each,
     at least one per worker).
     """
+    check_to_gpu(device, distribute, npartitions, client)
     if not distribute:
         return _one(obj, convert_names, require_gpu, direction="gpu", device=device)
     from .distribute.variables import distribute_names
@@ -119,6 +121,7 @@ def to_cpu(obj: Any, *, gather: bool = False, client: Any = None) -> Any:
     ``gather=True``: a Dask collection comes back as one pandas / NumPy object in this process
     (computed on the cluster first if it is not persisted).
     """
+    check_to_cpu(gather, client)
     if not gather:
         return _one(obj, convert_names, False, direction="cpu")
     from .distribute.variables import gather_names

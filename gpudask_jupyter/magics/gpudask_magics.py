@@ -78,21 +78,15 @@ def _option_trait(option: config.Option) -> Any:
 
 
 def _check_move_arguments(args: argparse.Namespace) -> None:
-    """Refuse what cannot be combined or does not exist, before the cell runs."""
-    device = getattr(args, "device", None)
-    if getattr(args, "npartitions", None) is not None and not args.distribute:
-        raise UsageError("--npartitions goes with --distribute")
-    if device is None:
-        return
-    if getattr(args, "distribute", False):
-        raise UsageError(
-            "--device and --distribute exclude each other: --distribute uses every worker's own GPU"
-        )
-    from ..convert.availability import device_count
+    """Refuse what cannot be combined or does not exist, before the cell runs (the rules of
+    ``to_gpu``, in the magic's spelling)."""
+    from ..convert.arguments import check_to_gpu
 
-    count = device_count()
-    if count and device >= count:
-        raise UsageError(f"--device {device}: this machine has GPUs 0–{count - 1}")
+    try:
+        device, npartitions = getattr(args, "device", None), getattr(args, "npartitions", None)
+        check_to_gpu(device, getattr(args, "distribute", False), npartitions, magic=True)
+    except GpuDaskError as err:
+        raise UsageError(str(err)) from None
 
 
 def _convert(
@@ -160,59 +154,51 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.start)
     def _start(self, args: argparse.Namespace) -> Any:
-        from ..cluster.session import ClusterSession, refuse_or_replace
+        from ..cluster import commands
 
-        kept = refuse_or_replace("start", args.replace, warn=_warn)
-        if kept is not None:
-            return kept.client
-        print("Starting the Dask cluster…", flush=True)
-        session = ClusterSession.start(parsers.start_options(args), warn=_warn)
-        return self._summarise(session)
+        def starting() -> None:
+            print("Starting the Dask cluster…", flush=True)
+
+        opts = parsers.start_options(args)
+        session, new = commands.start(opts, args.replace, warn=_warn, starting=starting)
+        return self._summarise(session) if new else session.client
 
     @_subcommand(parsers.attach)
     def _attach(self, args: argparse.Namespace) -> Any:
-        from ..cluster.session import ClusterSession, refuse_or_replace
+        from ..cluster import commands
 
-        kept = refuse_or_replace("attach", args.replace, warn=_warn)
-        if kept is not None:
-            return kept.client
-        session = ClusterSession.attach(
-            args.address,
-            args.scheduler_file,
-            timeout=args.timeout,
-            tls_ca_file=args.tls_ca_file,
-            tls_cert=args.tls_cert,
-            tls_key=args.tls_key,
+        tls = (args.tls_ca_file, args.tls_cert, args.tls_key)
+        session, new = commands.attach(
+            args.address, args.scheduler_file, args.replace, args.timeout, tls, warn=_warn
         )
-        return self._summarise(session)
+        return self._summarise(session) if new else session.client
 
     @_subcommand(parsers.join)
     def _join(self, args: argparse.Namespace) -> Any:
-        from ..cluster.session import ClusterSession, refuse_or_replace
+        from ..cluster import commands
         from ..cluster.target import AttachTarget
 
         target = AttachTarget.resolve(
             args.address, args.scheduler_file, args.tls_ca_file, args.tls_cert, args.tls_key, "join"
         )
-        kept = refuse_or_replace("join", args.replace, warn=_warn)
-        if kept is not None:
-            return kept.client
-        print(f"Joining {target.address}…", flush=True)
-        options = parsers.join_options(args)
-        session = ClusterSession.join(target, options, timeout=args.timeout, warn=_warn)
-        return self._summarise(session)
+
+        def joining() -> None:
+            print(f"Joining {target.address}…", flush=True)
+
+        opts = parsers.join_options(args)
+        session, new = commands.join(target, opts, args.replace, args.timeout, _warn, joining)
+        return self._summarise(session) if new else session.client
 
     @_subcommand(parsers.leave)
     def _leave(self, args: argparse.Namespace) -> None:
-        from ..cluster.session import current
+        from ..cluster import commands
 
-        session = current()
-        if session is None:
+        session, retirement = commands.leave(args.timeout)
+        if session is None or retirement is None:
             print("No cluster to leave.")
             return
-        address = session.address
-        print(session.leave(args.timeout).describe(address))
-        print(f"Disconnected from {address}; the scheduler keeps running.")
+        print(retirement.describe(session.address))
+        print(f"Disconnected from {session.address}; the scheduler keeps running.")
 
     def _summarise(self, session: ClusterSession) -> Any:
         from ..cluster import tables
@@ -224,48 +210,51 @@ class GpuDaskMagics(Magics):
     def _status(self, args: argparse.Namespace) -> None:
         from ..cluster import tables
         from ..cluster.session import current
+        from ..convert.distribute import watch
 
         session = current()
+        damaged = watch.notes()  # spread collections that lost partitions
         try:
             if session is None:
                 print(tables.no_cluster_text())
             elif not session.alive:
                 print(session.gone())
             else:
-                _display(tables.status_table(session))
+                table = tables.status_table(session)
+                table.notes.extend(damaged)
+                _display(table)
+                damaged = []
         finally:
+            for note in damaged:
+                print(note)
             if args.verbose:  # also when the status fails: the error before it may say why
                 print(errors.last_report())
 
     @_subcommand(parsers.scale)
     def _scale(self, args: argparse.Namespace) -> None:
-        from ..cluster.session import require_current
+        from ..cluster import commands
 
-        require_current().scale(args.n)
+        commands.scale(args.n)
         print(f"{args.n} worker{'s' * (args.n != 1)} running.")
 
     @_subcommand(parsers.restart)
     def _restart(self, args: argparse.Namespace) -> None:
-        from ..cluster.session import require_current
+        from ..cluster import commands
 
-        require_current().restart()
+        commands.restart()
         print("Workers restarted.")
 
     @_subcommand(parsers.stop)
     def _stop(self, args: argparse.Namespace) -> None:
-        from ..cluster.session import current
+        from ..cluster import commands
 
-        session = current()
+        session, retirement = commands.stop()
         if session is None:
             print("No cluster to stop.")
-            return
-        mode, address = session.mode, session.address
-        if mode == "joined":
-            print(session.leave().describe(address), "This kernel is disconnected from it.")
-        else:
-            session.close()
-        if mode == "attached":
-            print(f"Detached from {address}; that cluster keeps running.")
+        elif retirement is not None:
+            print(retirement.describe(session.address), "This kernel is disconnected from it.")
+        elif session.mode == "attached":
+            print(f"Detached from {session.address}; that cluster keeps running.")
         else:
             print("Cluster stopped; its workers are gone.")
 

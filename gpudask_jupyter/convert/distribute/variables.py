@@ -25,7 +25,7 @@ from ..failures import describe
 from ..lookup import find
 from ..report import Moved, Report, kind_of, nbytes_of, shape_of
 from ..transaction import convert_one
-from . import cluster_view, gathering, persisted, shared_memory, spread
+from . import cluster_view, gathering, persisted, shared_memory, spread, watch
 from .cluster_view import Failed, WorkerView
 from .placing import Placer
 
@@ -89,6 +89,8 @@ class _Transaction:
         self._views: list[WorkerView] | None = None
         self.placers: list[Placer] = []
         self.unavailable: list[str] = []
+        # what to watch once the names are rebound: (name, collection, key → worker)
+        self.spread_out: list[tuple[str, Any, dict[str, str]]] = []
 
     @property
     def client(self) -> Any:
@@ -131,6 +133,7 @@ class _Transaction:
         else:
             collection = persisted.frame(futures, meta, spread.divisions(obj.index, parts))
         routes = [(p.owner.address, p.route) for p in parts]
+        self.spread_out.append((name, collection, {p.data.key: p.owner.address for p in parts}))
         seconds = time.perf_counter() - started
         moved = Moved(
             name,
@@ -244,6 +247,8 @@ def _transact(
             raise
         transaction.done()
     namespace.update(staged)
+    for spread_out in transaction.spread_out:
+        watch.track(*spread_out)
     return transaction.unavailable
 
 

@@ -1,0 +1,190 @@
+"""What each ``%gpu_cluster`` subcommand does to the kernel's session, as one operation that
+Ctrl-C cannot cut in half (:mod:`.operations`).
+
+A ``start``, ``attach`` or ``join`` first checks everything it can before anything stops or
+starts (:func:`plan_start`, :func:`plan_attach`, :func:`plan_join`): a refused request, with
+``--replace`` or without, changes nothing, and the running cluster keeps what it holds. Only then
+is the old session closed and the new one made. ``stop``, ``scale`` and ``restart`` run as
+operations too: interrupted, they finish on their own thread, and the next command waits for them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from . import operations, security
+from .connect import check_answers
+from .join import Retirement
+from .options import (
+    ATTACH_TIMEOUT,
+    LEAVE_TIMEOUT,
+    StartOptions,
+    Warn,
+    check_listen_host,
+    resolve_workers,
+)
+from .session import ClusterSession, JoinPlan, StartPlan, close_current, current, require_current
+from .target import AttachTarget
+
+
+def stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def keep_current(asked: str, replace: bool, warn: Warn = stderr) -> ClusterSession | None:
+    """The rule for a second ``start``, ``attach`` or ``join`` (``asked``): a live session is
+    kept, and the user told how to replace it, unless ``replace``. Returns the kept session (the
+    request is refused), or None (go ahead: plan the new one, then close it)."""
+    session = current()
+    if session is not None and session.alive and not replace:
+        warn(
+            f"A cluster is already running in this kernel ({session.mode}, scheduler "
+            f"{session.address}); nothing was changed. Use %gpu_cluster stop first, "
+            f"or {asked} --replace."
+        )
+        return session
+    return None
+
+
+def plan_start(opts: StartOptions, warn: Warn = stderr) -> StartPlan:
+    """Every check of a start, before anything stops or starts: who may reach it (TLS, the
+    address, the protocol), the GPUs or the CPU fallback, the worker count, whether this
+    machine can listen on ``--host``. A :class:`~..errors.GpuDaskError` here changes nothing."""
+    access = security.decide(opts)
+    devices, reason = resolve_workers(opts, warn)
+    check_listen_host(opts.host)
+    for message in access.warnings:
+        warn(message)
+    return StartPlan(opts, access, devices, reason)
+
+
+def plan_attach(
+    address: str | None,
+    scheduler_file: str | None,
+    timeout: float = ATTACH_TIMEOUT,
+    tls_ca_file: str | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+) -> AttachTarget:
+    """The scheduler an attach aims at, checked and found answering within ``timeout``."""
+    target = AttachTarget.resolve(address, scheduler_file, tls_ca_file, tls_cert, tls_key)
+    check_answers(target, timeout)
+    return target
+
+
+def plan_join(
+    target: AttachTarget, opts: StartOptions, timeout: float = ATTACH_TIMEOUT, warn: Warn = stderr
+) -> JoinPlan:
+    """A join's workers decided and its scheduler found answering within ``timeout``."""
+    devices, reason = resolve_workers(opts, warn, joining=True)
+    check_answers(target, timeout)
+    return JoinPlan(target, opts, devices, reason, timeout)
+
+
+def _close(session: ClusterSession) -> None:
+    session.close()
+
+
+def start(
+    opts: StartOptions,
+    replace: bool = False,
+    warn: Warn = stderr,
+    starting: Callable[[], object] = lambda: None,
+) -> tuple[ClusterSession, bool]:
+    """``%gpu_cluster start``: (the session, True), or (the running one, False) when it is kept.
+    ``starting`` is called once the checks passed, just before the cluster starts."""
+    kept = keep_current("start", replace, warn)
+    if kept is not None:
+        return kept, False
+
+    def work(operation: operations.Operation[ClusterSession]) -> ClusterSession:
+        plan = plan_start(opts, warn)
+        operation.check()
+        close_current()
+        operation.check()
+        starting()
+        return ClusterSession.start(plan)
+
+    return operations.run("start", work, undo=_close), True
+
+
+def attach(
+    address: str | None,
+    scheduler_file: str | None,
+    replace: bool = False,
+    timeout: float = ATTACH_TIMEOUT,
+    tls_files: tuple[str | None, str | None, str | None] = (None, None, None),
+    warn: Warn = stderr,
+) -> tuple[ClusterSession, bool]:
+    """``%gpu_cluster attach``; ``tls_files``: (CA file, certificate, key)."""
+    kept = keep_current("attach", replace, warn)
+    if kept is not None:
+        return kept, False
+
+    def work(operation: operations.Operation[ClusterSession]) -> ClusterSession:
+        target = plan_attach(address, scheduler_file, timeout, *tls_files)
+        operation.check()
+        close_current()
+        operation.check()
+        return ClusterSession.attach(target, timeout)
+
+    return operations.run("attach", work, undo=_close), True
+
+
+def join(
+    target: AttachTarget,
+    opts: StartOptions,
+    replace: bool = False,
+    timeout: float = ATTACH_TIMEOUT,
+    warn: Warn = stderr,
+    joining: Callable[[], object] = lambda: None,
+) -> tuple[ClusterSession, bool]:
+    """``%gpu_cluster join`` to ``target`` (resolved by the caller, before anything else)."""
+    kept = keep_current("join", replace, warn)
+    if kept is not None:
+        return kept, False
+
+    def work(operation: operations.Operation[ClusterSession]) -> ClusterSession:
+        plan = plan_join(target, opts, timeout, warn)
+        operation.check()
+        close_current()
+        operation.check()
+        joining()
+        return ClusterSession.join(plan)
+
+    return operations.run("join", work, undo=_close), True
+
+
+def stop() -> tuple[ClusterSession | None, Retirement | None]:
+    """``%gpu_cluster stop``: (the session it stopped, the retirement of a joined one's workers)."""
+    session = current()
+    if session is None:
+        operations.wait_pending()
+        return None, None
+
+    def work(operation: operations.Operation[Retirement | None]) -> Retirement | None:
+        if session.mode == "joined":
+            return session.leave()
+        session.close()
+        return None
+
+    return session, operations.run("stop", work)
+
+
+def leave(timeout: float = LEAVE_TIMEOUT) -> tuple[ClusterSession | None, Retirement | None]:
+    """``%gpu_cluster leave``."""
+    session = current()
+    if session is None:
+        return None, None
+    return session, operations.run("leave", lambda operation: session.leave(timeout))
+
+
+def scale(n: int) -> None:
+    session = require_current()
+    operations.run("scale", lambda operation: session.scale(n))
+
+
+def restart() -> None:
+    session = require_current()
+    operations.run("restart", lambda operation: session.restart())

@@ -1,0 +1,138 @@
+"""The cluster's operations (start, attach, join, scale, restart, stop) run so that Ctrl-C can
+never cut one in half.
+
+Jupyter interrupts a cell by raising ``KeyboardInterrupt`` in the kernel's main thread, wherever
+it is: in the middle of ``LocalCluster.__init__`` (whose workers then run on with nothing to end
+them), in the middle of ``import dask`` (whose half-made modules then break every later import),
+between starting a cluster and recording it. So an operation runs on a thread of its own, where
+no interrupt lands, and the main thread only waits for it. Ctrl-C returns control at once: the
+operation is told (``interrupted``, which it checks between its steps, so that nothing new
+starts), and once it has finished, what it made is undone on that thread (a started cluster is
+closed, its worker processes ended, its TLS files removed). The next operation, ``%unload_ext``
+and the kernel's shutdown first wait for an interrupted one to be undone (for at most
+:data:`UNDO_WAIT` and :data:`SHUTDOWN_WAIT` seconds).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from .. import lifecycle
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: seconds an operation waits for an interrupted one to be undone
+UNDO_WAIT = 60.0
+#: the same, on ``%unload_ext`` and the kernel's shutdown
+SHUTDOWN_WAIT = 10.0
+_POLL = 0.05  # how often the waiting main thread may take a Ctrl-C
+
+_pending_lock = threading.Lock()
+_pending: list[threading.Thread] = []
+
+
+@dataclass
+class Operation(Generic[T]):
+    """One operation's state, shared by the thread that runs it and the one that waits."""
+
+    what: str
+    interrupted: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    result: T | None = None
+    error: BaseException | None = None
+
+    def check(self) -> None:
+        """Between two steps: stop here when the user has interrupted (nothing new starts)."""
+        if self.interrupted.is_set():
+            raise _Interrupted(self.what)
+
+
+class _Interrupted(Exception):
+    """The operation stopped between two steps because the user interrupted it."""
+
+
+def run(
+    what: str, work: Callable[[Operation[T]], T], undo: Callable[[T], object] | None = None
+) -> T:
+    """``work(operation)`` on a thread of its own, waited for here; Ctrl-C returns at once and
+    leaves ``undo(result)`` to run once ``work`` has finished (see the module's docstring)."""
+    wait_pending()
+    lifecycle.on_unload(_before_close, lifecycle.VIEWS)
+    operation: Operation[T] = Operation(what)
+
+    def body() -> None:
+        try:
+            operation.result = work(operation)
+        except BaseException as err:  # handed to the waiting thread, or logged if it left
+            operation.error = err
+        finally:
+            operation.done.set()
+
+    thread = threading.Thread(target=body, name=f"gpudask-{what}", daemon=True)
+    thread.start()
+    try:
+        while not operation.done.wait(_POLL):
+            pass
+    except KeyboardInterrupt:
+        operation.interrupted.set()
+        _undo_later(operation, thread, undo)
+        raise
+    if operation.error is not None:
+        error, operation.error = operation.error, None
+        raise error
+    assert operation.result is not None or undo is None
+    return operation.result  # type: ignore[return-value]
+
+
+def _undo_later(
+    operation: Operation[T], thread: threading.Thread, undo: Callable[[T], object] | None
+) -> None:
+    def finish() -> None:
+        thread.join()
+        if isinstance(operation.error, _Interrupted):
+            log.debug("%s stopped between two steps after Ctrl-C", operation.what)
+        elif operation.error is not None:
+            log.debug("%s failed after Ctrl-C", operation.what, exc_info=operation.error)
+        if undo is not None and operation.result is not None:
+            try:
+                undo(operation.result)
+            except Exception:
+                log.warning("undoing the interrupted %s failed", operation.what, exc_info=True)
+        log.debug("the interrupted %s is undone", operation.what)
+
+    cleaner = threading.Thread(target=finish, name=f"gpudask-undo-{operation.what}", daemon=True)
+    with _pending_lock:
+        _pending[:] = [t for t in _pending if t.is_alive()]
+        _pending.append(cleaner)
+    cleaner.start()
+
+
+def pending() -> bool:
+    """Whether an interrupted operation is still being finished or undone."""
+    with _pending_lock:
+        return any(t.is_alive() for t in _pending)
+
+
+def wait_pending(timeout: float = UNDO_WAIT) -> bool:
+    """Wait (interruptibly) until interrupted operations are undone; False if some still run
+    after ``timeout`` seconds (they are logged, and left to finish)."""
+    with _pending_lock:
+        threads = [t for t in _pending if t.is_alive()]
+    for thread in threads:
+        thread.join(timeout)
+        if thread.is_alive():
+            log.warning("an interrupted cluster operation is still being undone (%s)", thread.name)
+            return False
+    return True
+
+
+def _before_close() -> None:
+    """On ``%unload_ext`` and the kernel's shutdown, before the cluster is closed: interrupted
+    operations are undone first (a shorter wait: the kernel may be about to be killed)."""
+    wait_pending(timeout=SHUTDOWN_WAIT)

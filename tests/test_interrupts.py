@@ -1,0 +1,101 @@
+"""Ctrl-C at any moment of a cluster command, on a real kernel (jupyter_client, ipykernel): the
+cell returns within two seconds, nothing is left running once the interrupted command is undone
+(no worker process, no listening port, no registry entry or TLS folder), and the next command
+works. The interrupt is the kernel manager's own (SIGINT), sent at several moments of each
+command, from the import of dask onwards in a fresh kernel."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from support import spawned_workers, wait_gone
+from test_kernel_lifecycle import run
+
+pytestmark = pytest.mark.timeout(300)
+
+START = "%gpu_cluster start --n-workers 2 --memory-limit 1GB"
+
+
+def _listening(pid: int) -> set[int]:
+    return {
+        c.laddr.port
+        for c in psutil.Process(pid).net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    }
+
+
+def _interrupt_after(km: Any, kc: Any, code: str, delay: float) -> tuple[float, str]:
+    """Run ``code``, interrupt the kernel ``delay`` seconds later; (seconds from the interrupt
+    to the reply, the reply's status)."""
+    msg_id = kc.execute(code)
+    time.sleep(delay)
+    interrupted = time.monotonic()
+    km.interrupt_kernel()
+    while True:
+        reply = kc.get_shell_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return time.monotonic() - interrupted, reply["content"]["status"]
+
+
+def _nothing_left(km: Any, kc: Any, runtime_dir: Path, ports: set[int]) -> None:
+    """After ``stop`` (which waits for an interrupted command to be undone): no worker, no port
+    beyond the kernel's own, no registry entry, no TLS folder."""
+    kernel = km.provisioner.process.pid
+    reply = run(kc, "%gpu_cluster stop")
+    assert reply["status"] == "ok", reply["output"]
+    assert wait_gone(spawned_workers(kernel)) == []
+    assert _listening(kernel) <= ports
+    assert not list(runtime_dir.glob("gpudask-kernel-*"))
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.15, 0.4, 0.8, 1.3, 2.5])
+def test_ctrl_c_during_start(kernel: Any, runtime_dir: Path, delay: float) -> None:
+    km, kc = kernel
+    reply = run(kc, "%load_ext gpudask_jupyter")  # dask is not imported yet: start imports it
+    assert reply["status"] == "ok", reply["output"]
+    ports = _listening(km.provisioner.process.pid)
+    took, _ = _interrupt_after(km, kc, START, delay)
+    assert took < 2.0
+    _nothing_left(km, kc, runtime_dir, ports)
+    reply = run(kc, f"client = {START}\nprint(len(client.scheduler_info()['workers']))")
+    assert reply["status"] == "ok", reply["output"]
+    assert reply["output"].split()[-1] == "2"
+    _nothing_left(km, kc, runtime_dir, ports)
+
+
+@pytest.mark.parametrize(
+    ("command", "delay"),
+    [
+        ("%gpu_cluster stop", 0.05),
+        ("%gpu_cluster stop", 0.3),
+        ("%gpu_cluster scale 1", 0.05),
+        ("%gpu_cluster scale 1", 0.3),
+        ("%gpu_cluster restart", 0.1),
+        ("%gpu_cluster restart", 0.5),
+        ("%gpu_cluster start --replace --n-workers 1", 0.3),
+    ],
+)
+def test_ctrl_c_during_a_command_on_a_running_cluster(
+    kernel: Any, runtime_dir: Path, command: str, delay: float
+) -> None:
+    km, kc = kernel
+    reply = run(kc, "%load_ext gpudask_jupyter")
+    assert reply["status"] == "ok", reply["output"]
+    ports = _listening(km.provisioner.process.pid)
+    reply = run(kc, START)
+    assert reply["status"] == "ok", reply["output"]
+    took, _ = _interrupt_after(km, kc, command, delay)
+    assert took < 2.0
+    # the next command works (it waits for the interrupted one to finish first)
+    reply = run(kc, "%gpu_cluster status")
+    assert reply["status"] == "ok", reply["output"]
+    assert "Traceback" not in reply["output"] and "CancelledError" not in reply["output"]
+    _nothing_left(km, kc, runtime_dir, ports)
+    reply = run(kc, f"client = {START}\nprint(client.submit(sum, [1, 2]).result(timeout=30))")
+    assert reply["status"] == "ok", reply["output"]
+    assert reply["output"].split()[-1] == "3"
+    _nothing_left(km, kc, runtime_dir, ports)

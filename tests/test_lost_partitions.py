@@ -1,0 +1,69 @@
+"""A collection spread by ``--distribute`` whose worker leaves fails within seconds, with a
+sentence naming the variable, instead of waiting for ever for a worker that is gone; ``status``
+says it is damaged. Real CPU clusters in a real IPython shell; the worker is killed with SIGKILL
+or scaled away."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpudask_jupyter.cluster import session as sessions
+
+pytestmark = [
+    pytest.mark.timeout(180),
+    pytest.mark.filterwarnings("ignore::gpudask_jupyter.convert.GpuUnavailableWarning"),
+]
+
+
+def _spread(shell: Any) -> None:
+    shell.run_line_magic("gpu_cluster", "start --n-workers 2 --memory-limit 1GB")
+    shell.user_ns["df"] = pd.DataFrame({"v": np.arange(200_000.0)})
+    shell.run_cell_magic("to_gpu", "--distribute -q --npartitions 4 df", "df = df")
+
+
+def _compute_fails_in_words(shell: Any) -> float:
+    """Seconds until ``df.v.sum().compute()`` fails; its error names df and the way back."""
+    started = time.monotonic()
+    with pytest.raises(Exception, match=r"df: \d of 4 partitions were lost") as failed:
+        shell.ev("df.v.sum().compute()")
+    assert "Spread df again" in str(failed.value)
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "scale 1"])
+def test_a_lost_partition_fails_at_once_and_status_says_so(
+    shell: Any, capsys: Any, how: str
+) -> None:
+    _spread(shell)
+    session = sessions.current()
+    assert session is not None
+    if how == "SIGKILL":
+        os.kill(session.pids.known()[0], signal.SIGKILL)
+    else:
+        shell.run_line_magic("gpu_cluster", "scale 1")
+    lost_at = time.monotonic()
+    seconds = _compute_fails_in_words(shell)
+    assert time.monotonic() - lost_at < 15 and seconds < 10
+    assert _compute_fails_in_words(shell) < 2  # again, at once: the stand-ins hold the sentence
+    capsys.readouterr()
+    shell.run_line_magic("gpu_cluster", "status")
+    out = capsys.readouterr().out
+    assert "df: " in out and "were lost with worker" in out
+    shell.run_line_magic("gpu_cluster", "stop")
+
+
+def test_a_collection_whose_workers_stay_is_left_alone(shell: Any, capsys: Any) -> None:
+    _spread(shell)
+    time.sleep(1.0)  # the watch looks several times
+    assert shell.ev("df.v.sum().compute()") == np.arange(200_000.0).sum()
+    capsys.readouterr()
+    shell.run_line_magic("gpu_cluster", "status")
+    assert "were lost" not in capsys.readouterr().out
+    shell.run_line_magic("gpu_cluster", "stop")
