@@ -118,11 +118,18 @@ OPTIONS: dict[str, Option] = {
             "failing.",
         ),
         Option(
+            "worker-timeout",
+            "30s",
+            parse_seconds,
+            "Seconds `--distribute` / `--gather` wait for a worker that stops answering (no "
+            "heartbeat: stopped, frozen, swapped out) before they fail and undo what they did.",
+        ),
+        Option(
             "pinned-buffer",
             "128MiB",
             parse_bytes,
             "Most page-locked host memory the fast transfer path holds (allocated once on first "
-            "use, reused, released by `%unload_ext`).",
+            "use, reused, released by `%unload_ext`); below 128KiB, none (the library's copy).",
         ),
         Option(
             "distribute-shm-limit",

@@ -109,3 +109,20 @@ def test_free_memory_that_cannot_be_read_is_left_out_and_logged(caplog, monkeypa
     with caplog.at_level(logging.DEBUG, logger="gpudask_jupyter.convert.failures"):
         assert failures._free_device_memory() == ""
     assert any(r.exc_info and "no context" in str(r.exc_info[1]) for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (MemoryError("std::bad_alloc: out_of_memory"), True),
+        (RuntimeError("CUDA error: out of memory"), True),
+        (RuntimeError("cudaErrorMemoryAllocation: Out of device memory"), True),
+        (RuntimeError("RMM failure: out_of_memory"), True),
+        (ValueError("the key is out of range"), False),
+        (RuntimeError("memory is out of date"), False),
+    ],
+)
+def test_one_rule_says_out_of_memory(error: BaseException, expected: bool) -> None:
+    from gpudask_jupyter.convert.failures import is_out_of_memory
+
+    assert is_out_of_memory(error) is expected

@@ -427,3 +427,82 @@ def test_segments_of_a_killed_kernel_are_removed_at_the_next_use(client, tmp_pat
     to_gpu(_frame(1000), distribute=True, client=client)  # the next use
     assert not [n for n in shared_memory.ours() if n.startswith(prefix)]
     assert _held(client) == 0  # the dead client's partitions went with it
+
+
+def test_a_stopped_worker_fails_the_transfer_within_the_worker_timeout(client) -> None:
+    """SIGSTOP: the worker stays in the cluster (its heartbeats stop), so only the timeout can
+    end the wait; it names the worker and the option."""
+    import signal
+
+    config.set_override("worker-timeout", 2.0)
+    ns, started = _slow_transfer(client)
+    original = ns["df"]
+    victim, pid = sorted(client.run(os.getpid).items())[0]
+
+    def stop() -> None:
+        started.wait(60)
+        os.kill(pid, signal.SIGSTOP)
+
+    threading.Thread(target=stop, daemon=True).start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(ConversionError, match=f"worker {victim} has not answered for 2 s"):
+            distribute_names(ns, ["df"], client=client)
+        assert time.monotonic() - began < 20
+        assert ns["df"] is original
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        config.set_override("worker-timeout", None)
+    assert _held(client) == 0
+
+
+def test_a_worker_stopped_before_the_call_is_waited_for_at_most_the_timeout(client) -> None:
+    import signal
+
+    config.set_override("worker-timeout", 1.0)
+    _, pid = sorted(client.run(os.getpid).items())[0]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        began = time.monotonic()
+        with pytest.raises(Exception, match=r"within 1 s \(the worker-timeout option\)"):
+            distribute_names({"df": _frame(100)}, ["df"], client=client)
+        assert time.monotonic() - began < 10
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        config.set_override("worker-timeout", None)
+    assert _held(client) == 0
+
+
+def test_ctrl_c_during_a_gather_leaves_no_key_even_while_its_traceback_is_kept(client) -> None:
+    import _thread
+
+    def slow(part: pd.DataFrame) -> pd.DataFrame:
+        time.sleep(0.4)
+        return part
+
+    lazy = dd.from_pandas(_frame(8_000), npartitions=8).map_partitions(slow)
+    ns = {"lazy": lazy}
+    threading.Timer(0.6, _thread.interrupt_main).start()
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        gather_names(ns, ["lazy"], client=client)
+    kept = interrupted.value  # what IPython keeps as the last traceback
+    assert ns["lazy"] is lazy
+    assert _held(client) == 0
+    del kept
+
+
+def test_a_big_endian_column_comes_back_as_it_went(client) -> None:
+    frame = pd.DataFrame(
+        {"big": np.arange(1000, dtype=">f8"), "native": np.arange(1000, dtype="<i8")}
+    )
+    ns = {"df": frame}
+    distribute_names(ns, ["df"], client=client)
+    gather_names(ns, ["df"], client=client)
+    back = ns["df"]
+    assert back["big"].dtype == np.dtype(">f8")
+    pd.testing.assert_frame_equal(back, frame)
+    series = {"s": frame["big"]}
+    distribute_names(series, ["s"], client=client)
+    gather_names(series, ["s"], client=client)
+    pd.testing.assert_series_equal(series["s"], frame["big"])
+    assert _held(client) == 0

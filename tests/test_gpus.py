@@ -67,3 +67,30 @@ def test_kernel_restriction_is_respected() -> None:
     with pytest.raises(ValueError, match="outside this kernel's CUDA_VISIBLE_DEVICES=1"):
         select([0], MACHINE, "1")
     assert [d.uuid for d in select(None, MACHINE, f"{UUID0}")] == [UUID0]
+
+
+def test_the_kernels_restriction_is_never_read_half_way_through_a_join(monkeypatch) -> None:
+    """A join sets CUDA_VISIBLE_DEVICES for dask-cuda's CUDAWorker while it makes its nannies;
+    a reader of the kernel's own restriction waits, and sees the kernel's value."""
+    import threading
+    import time
+
+    from gpudask_jupyter.cluster import gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    seen: list[str | None] = []
+    inside = threading.Event()
+    joined = [MACHINE[0]]
+
+    def join() -> None:
+        with gpus.devices_for_construction(joined):
+            inside.set()
+            time.sleep(0.3)
+
+    worker = threading.Thread(target=join)
+    worker.start()
+    inside.wait(5)
+    seen.append(gpus.kernel_restriction())
+    worker.join()
+    assert seen == ["3"]
+    assert gpus.kernel_restriction() == "3"

@@ -99,3 +99,56 @@ def test_ctrl_c_during_a_command_on_a_running_cluster(
     assert reply["status"] == "ok", reply["output"]
     assert reply["output"].split()[-1] == "3"
     _nothing_left(km, kc, runtime_dir, ports)
+
+
+SPREAD = (
+    "%%to_gpu --distribute --npartitions 32 -q\n"
+    "import numpy as np, pandas as pd\n"
+    "frame = pd.DataFrame({'x': np.arange(20_000_000.0), 'y': np.arange(20_000_000)})\n"
+)
+GATHER = "%%to_cpu --gather -q lazy\npass\n"
+LAZY = (
+    "import time, dask.dataframe as dd, numpy as np, pandas as pd\n"
+    "def slow(part):\n"
+    "    time.sleep(0.2)\n"
+    "    return part\n"
+    "lazy = dd.from_pandas(pd.DataFrame({'x': np.arange(400_000.0)}), npartitions=16)"
+    ".map_partitions(slow)\n"
+)
+HELD = (
+    "import gc, time\n"
+    "deadline = time.monotonic() + 20\n"
+    "while True:\n"
+    "    gc.collect()\n"
+    "    held = sum(len(k) for k in client.has_what().values())\n"
+    "    if held == 0 or time.monotonic() > deadline:\n"
+    "        break\n"
+    "    time.sleep(0.2)\n"
+    "print('HELD', held)\n"
+)
+
+
+@pytest.mark.parametrize(("what", "delay"), [("spread", 0.3), ("spread", 1.0), ("gather", 0.5)])
+def test_ctrl_c_during_a_transfer_leaves_no_key_and_no_segment(
+    kernel: Any, runtime_dir: Path, what: str, delay: float
+) -> None:
+    from gpudask_jupyter.convert.distribute import shared_memory
+
+    km, kc = kernel
+    reply = run(kc, f"%load_ext gpudask_jupyter\nclient = {START}\n{LAZY}")
+    assert reply["status"] == "ok", reply["output"]
+    pid = km.provisioner.process.pid
+    took, status = _interrupt_after(km, kc, SPREAD if what == "spread" else GATHER, delay)
+    assert took < 2.0
+    assert status == "error"  # interrupted: nothing rebound
+    names = "print('KINDS', type(lazy).__module__, type(globals().get('frame')).__module__)"
+    reply = run(kc, HELD + names)
+    assert reply["status"] == "ok", reply["output"]
+    assert "HELD 0" in reply["output"]
+    kinds = reply["output"].split("KINDS")[1].split()
+    assert kinds[0].startswith("dask") and not kinds[1].startswith("dask")  # nothing rebound
+    mine = f"{shared_memory.SEGMENT_PREFIX}{pid}-"
+    assert [n for n in shared_memory.ours() if n.startswith(mine)] == []
+    reply = run(kc, GATHER)  # the next transfer works
+    assert reply["status"] == "ok", reply["output"]
+    _nothing_left(km, kc, runtime_dir, set(_listening(pid)))

@@ -3,14 +3,48 @@
 Indices are NVML's (the numbers ``nvidia-smi`` prints), as dask-cuda reads them. When the kernel
 itself runs with ``CUDA_VISIBLE_DEVICES`` set (a JupyterHub that gives each student a GPU, say),
 only those GPUs may be chosen: a worker must never escape the restriction its kernel was given.
+
+The kernel's ``CUDA_VISIBLE_DEVICES`` is read here only (:func:`kernel_restriction`), under the
+lock that :func:`devices_for_construction` holds while dask-cuda's ``CUDAWorker``, which reads
+its GPUs from that variable, makes a join's nannies: no reader of this package sees the
+temporary value.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from ..machine.nvml import Device
+
+_VARIABLE = "CUDA_VISIBLE_DEVICES"
+_lock = threading.Lock()
+
+
+def kernel_restriction() -> str | None:
+    """The kernel's own ``CUDA_VISIBLE_DEVICES`` (None: not set)."""
+    with _lock:
+        return os.environ.get(_VARIABLE)
+
+
+@contextlib.contextmanager
+def devices_for_construction(devices: Sequence[Device]) -> Iterator[None]:
+    """``CUDA_VISIBLE_DEVICES`` set to ``devices`` for what the block constructs, then put back;
+    only one such block at a time, and :func:`kernel_restriction` waits for it."""
+    with _lock:
+        before = os.environ.get(_VARIABLE)
+        os.environ[_VARIABLE] = ",".join(identifier(d) for d in devices)
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(_VARIABLE, None)
+            else:
+                os.environ[_VARIABLE] = before
+
 
 _UUID = re.compile(r"^(GPU|MIG)-[0-9a-fA-F-]{8,}(/\d+/\d+)?$")
 

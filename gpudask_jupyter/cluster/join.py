@@ -65,8 +65,6 @@ CLOSE_TIMEOUT = 10.0
 QUICK_RETIRE = 2.0
 THREAD_NAME = "gpudask-join"
 
-_environ_lock = threading.Lock()
-
 
 class _Loop:
     """An asyncio event loop on a daemon thread of its own: where the nannies live, so that
@@ -302,20 +300,13 @@ def _cuda_nannies(
     address: str, keywords: dict[str, Any], devices: list[nvml.Device], host: str | None, name: str
 ) -> list[Any]:
     """dask-cuda's ``CUDAWorker`` reads the GPUs to use from this process's
-    ``CUDA_VISIBLE_DEVICES``, as ``dask cuda worker`` is started with it: set here for the moment
-    it makes its nannies (each keeps its own copy for its worker), then put back."""
+    ``CUDA_VISIBLE_DEVICES``, as ``dask cuda worker`` is started with it: set for the moment it
+    makes its nannies (each keeps its own copy for its worker), then put back
+    (:func:`.gpus.devices_for_construction`)."""
     from dask_cuda import CUDAWorker
 
-    with _environ_lock:
-        before = os.environ.get("CUDA_VISIBLE_DEVICES")
-        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(gpus.identifier(d) for d in devices)
-        try:
-            made = CUDAWorker(address, host=host, **keywords)
-        finally:
-            if before is None:
-                os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-            else:
-                os.environ["CUDA_VISIBLE_DEVICES"] = before
+    with gpus.devices_for_construction(devices):
+        made = CUDAWorker(address, host=host, **keywords)
     nannies = compat.cuda_worker_nannies(made)
     for nanny, device in zip(nannies, devices, strict=True):
         compat.name_nanny(nanny, f"{name}-gpu{device.label}")

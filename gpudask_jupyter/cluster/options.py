@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -139,12 +138,10 @@ def gpu_plan(opts: StartOptions) -> tuple[list[nvml.Device], str]:
         if opts.gpus is not None:
             raise ValueError(f"--gpus: this machine has no usable GPU ({state.reason})")
         return [], state.reason
-    chosen = gpus.select(opts.gpus, nvml.devices(), os.environ.get("CUDA_VISIBLE_DEVICES"))
+    restriction = gpus.kernel_restriction()
+    chosen = gpus.select(opts.gpus, nvml.devices(), restriction)
     if not chosen:
-        return [], (
-            f"this kernel's CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r} "
-            "leaves no GPU"
-        )
+        return [], f"this kernel's CUDA_VISIBLE_DEVICES={restriction!r} leaves no GPU"
     if opts.n_workers is not None:
         if opts.n_workers > len(chosen):
             raise ValueError(

@@ -7,6 +7,7 @@ recognised by type and message, without importing the libraries.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import traceback
 from typing import Any
@@ -36,12 +37,17 @@ class ColumnFailure(Exception):
         self.dtype = dtype
 
 
-def _is_out_of_memory(err: BaseException) -> bool:
+_OUT_OF_MEMORY = re.compile(r"out[ _]of[ _](?:device[ _]|gpu[ _]|host[ _])?memory", re.IGNORECASE)
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` says a host or device allocation failed: CuPy's ``OutOfMemoryError``,
+    ``MemoryError`` (cuDF's ``std::bad_alloc`` too), or "out of (device) memory" in any
+    spelling. The one rule, in the kernel and for what a worker sent back."""
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(err, cupy.cuda.memory.OutOfMemoryError):
         return True
-    text = str(err).lower()
-    return isinstance(err, MemoryError) or "out_of_memory" in text or "out of memory" in text
+    return isinstance(err, MemoryError) or bool(_OUT_OF_MEMORY.search(str(err)))
 
 
 def _free_device_memory() -> str:
@@ -71,7 +77,7 @@ def describe(
     dtype = None
     if isinstance(err, ColumnFailure):
         column, dtype, err = err.column, err.dtype, err.error
-    if _is_out_of_memory(err):
+    if is_out_of_memory(err):
         size = nbytes_of(obj)
         need = f"it needs about {format_bytes(size)}" if size else "it does not fit"
         return (

@@ -1,9 +1,13 @@
-"""Convert several names as one transaction: all are rebound, or none is.
+"""Move several names as one transaction: all are rebound, or none is.
 
-Every conversion writes into a staging dict first; only when all have succeeded are the names
-rebound. On any failure the staged results are dropped, device memory they took is given back
-(CuPy's cached blocks included, so NVML sees it free again), and the error names the variable,
-the cause and what to do. The originals are never touched.
+:func:`transact` is the one engine of ``%%to_gpu`` / ``%%to_cpu`` and of ``--distribute`` /
+``--gather``. Every result goes into a staging dict first (``a = b = df``: moved once, the
+aliasing kept); only when all have succeeded are the names rebound. On any failure, or Ctrl-C,
+what was made elsewhere is undone (the caller's ``undo``: partitions on the workers), the staged
+results are dropped, the failure's frames are cleared (IPython keeps the last traceback, whose
+frames would hold half-built device arrays and futures), device memory is given back (CuPy's
+cached blocks included, so NVML sees it free again), and the error names the variable, the
+cause and what to do. The originals are never touched.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import logging
 import sys
 import time
 import traceback
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
 from ..errors import ConversionError, GpuDaskError, NoGpuError
@@ -39,12 +43,47 @@ def _synchronize() -> None:
         cupy.cuda.runtime.deviceSynchronize()
 
 
-class _Failed(Exception):
-    """Carries which name failed out of the conversion loop."""
+Move = Callable[[str, Any], Any]
+"""(name, object) → what the name is rebound to, or None to leave it."""
+Fail = Callable[[str, Any, Exception], ConversionError]
+"""(name, object, what the library raised) → the error the user reads."""
 
-    def __init__(self, name: str, obj: Any, error: Exception) -> None:
-        super().__init__(name)
-        self.name, self.obj, self.error = name, obj, error
+
+def transact(
+    namespace: MutableMapping[str, Any],
+    names: Iterable[str],
+    move: Move,
+    fail: Fail,
+    undo: Callable[[], object] = lambda: None,
+) -> None:
+    """Rebind every name of ``names`` to ``move(name, object)``, or none of them (see the
+    module's docstring); raises ``fail(...)``, this package's own error, or the interrupt."""
+    staged: dict[str, Any] = {}
+    by_identity: dict[int, Any] = {}
+    name, obj, new = "", None, None
+    try:
+        for name in names:
+            obj = namespace[name]
+            if id(obj) in by_identity:
+                staged[name] = by_identity[id(obj)]
+                continue
+            new = move(name, obj)
+            if new is not None:
+                staged[name] = by_identity[id(obj)] = new
+    except BaseException as err:
+        undo()
+        staged.clear()  # this frame stays in the error's traceback: it must hold nothing
+        by_identity.clear()
+        new = None
+        traceback.clear_frames(err.__traceback__)
+        release_device_memory()
+        if isinstance(err, GpuDaskError) or not isinstance(err, Exception):
+            raise  # ours already speaks to the user; Ctrl-C goes through unchanged
+        log.debug("moving %s failed", name, exc_info=err)
+        error = fail(name, obj, err)
+        error.details = "".join(traceback.format_exception(err))
+        raise error from None
+    namespace.update(staged)
 
 
 def convert_one(
@@ -72,26 +111,6 @@ def convert_one(
     if notes is not None:
         notes.extend(f"{name}: {note}" for note in context.notes)
     return new, moved
-
-
-def _run(
-    plan: list[tuple[str, Any, Converter]], device: int | None, report: Report
-) -> dict[str, Any]:
-    staged: dict[str, Any] = {}
-    by_identity: dict[int, Any] = {}
-    for name, obj, converter in plan:
-        if id(obj) in by_identity:  # a = b = df: one conversion, aliasing kept
-            staged[name] = by_identity[id(obj)]
-            continue
-        try:
-            new, moved = convert_one(name, obj, converter, device, report.notes)
-        except GpuDaskError:
-            raise
-        except Exception as err:
-            raise _Failed(name, obj, err) from None
-        staged[name] = by_identity[id(obj)] = new
-        report.moved.append(moved)
-    return staged
 
 
 def _plan(
@@ -148,24 +167,15 @@ def convert_names(
     plan, unavailable = _plan(
         namespace, names, direction, report, required_by if require_gpu else None
     )
-    failure: BaseException | None = None
-    try:
-        staged = _run(plan, device, report)
-    except _Failed as failed:
-        log.debug("converting %s failed", failed.name, exc_info=failed.error)
-        cause, hint = describe(failed.error, failed.name, failed.obj, leave_on_host)
-        error = ConversionError(failed.name, cause, hint)
-        error.details = "".join(traceback.format_exception(failed.error))
-        # the frames of a failed conversion hold its half-built device objects
-        traceback.clear_frames(failed.error.__traceback__)
-        failure = error
-    except GpuDaskError as err:
-        failure = err
-    except BaseException:  # KeyboardInterrupt: roll back, then let it through unchanged
-        release_device_memory()
-        raise
-    if failure is not None:
-        release_device_memory()
-        raise failure
-    namespace.update(staged)
+    converters = {name: converter for name, _, converter in plan}
+
+    def move(name: str, obj: Any) -> Any:
+        new, moved = convert_one(name, obj, converters[name], device, report.notes)
+        report.moved.append(moved)
+        return new
+
+    def fail(name: str, obj: Any, err: Exception) -> ConversionError:
+        return ConversionError(name, *describe(err, name, obj, leave_on_host))
+
+    transact(namespace, list(converters), move, fail)
     return report, unavailable

@@ -7,7 +7,9 @@ the kernel's segments. Each worker also says whether it could hold GPU partition
 
 Waiting on the workers is bounded by their liveness: a task restricted to a worker that died
 would wait forever, so the wait checks, between short waits, that every worker it depends on is
-still in the cluster, and fails with a sentence naming the worker otherwise.
+still in the cluster and still sends heartbeats (a stopped or frozen process stays in the
+cluster for minutes), and fails with a sentence naming the worker otherwise. How long a silent
+worker is waited for is the ``worker-timeout`` option, which the sentence names.
 """
 
 from __future__ import annotations
@@ -21,18 +23,22 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ... import compat
+from ... import compat, config
 from ...errors import ClusterError
 from ...monitor import heartbeat
-from ..failures import PartitionError
+from ..failures import PartitionError, is_out_of_memory
 from . import shared_memory, worker_tasks
 
 log = logging.getLogger(__name__)
 
 NO_CLUSTER = "start or attach a cluster first: %gpu_cluster start"
-PROBE_TIMEOUT = 30.0
 PAUSE_GRACE = 10.0  # seconds a needed worker may stay paused before the transfer gives up
 _POLL = 0.5
+
+
+def worker_timeout() -> float:
+    """Seconds a silent worker is waited for (the ``worker-timeout`` option)."""
+    return float(config.get("worker-timeout"))
 
 
 def default_client(what: str) -> Any:
@@ -91,11 +97,11 @@ def survey(client: Any, segments: shared_memory.Segments | None) -> list[WorkerV
         with shared_memory.opened(path, writable=True) as fd:
             shared_memory.write_at(fd, token.encode(), 0)
     try:
-        found = compat.run_on_workers(client, worker_tasks.probe, PROBE_TIMEOUT, path, token)
+        found = compat.run_on_workers(client, worker_tasks.probe, worker_timeout(), path, token)
     except TimeoutError:
         raise ClusterError(
-            f"the cluster's workers did not answer within {PROBE_TIMEOUT:g} s; "
-            "check them with %gpu_cluster status"
+            f"the cluster's workers did not answer within {worker_timeout():g} s (the "
+            "worker-timeout option); check them with %gpu_cluster status"
         ) from None
     finally:
         if segments is not None:
@@ -137,12 +143,12 @@ def _failure(future: Any, where: str | None) -> Failed:
     place = f"on worker {where}" if where else "on the cluster"
     error: BaseException | None = None
     try:
-        error = future.exception(timeout=PROBE_TIMEOUT)
+        error = future.exception(timeout=worker_timeout())
     except Exception as err:  # a cancelled or lost future has no exception of its own
         log.debug("no exception for %s", future.key, exc_info=True)
         return Failed(f"a task {place} did not finish ({future.status}: {err})", err, "left")
     text = f"{type(error).__name__}: {error}"
-    memory = isinstance(error, MemoryError) or ("out of" in text and "memory" in text.lower())
+    memory = error is not None and is_out_of_memory(error)
     kind = "memory" if memory else "error"
     if isinstance(error, PartitionError):
         return Failed(f"{place}: {error}", error, kind)
@@ -158,39 +164,61 @@ def left(address: str) -> str:
     )
 
 
-def _check_workers(client: Any, needed: Collection[str], paused: dict[str, float]) -> None:
-    """:class:`Failed` when a worker the transfer needs has left, or has been paused (its
-    memory nearly full) for ``PAUSE_GRACE`` seconds; ``paused``: since when each one is."""
-    if not needed:
-        return
-    now = workers_now(client)
-    for address in sorted(needed):
-        if address not in now:
-            raise Failed(left(address), kind="left")
-        if now[address].get("status") != "paused":
-            paused.pop(address, None)
-        elif time.monotonic() - paused.setdefault(address, time.monotonic()) > PAUSE_GRACE:
-            raise Failed(
-                f"worker {address} has been paused for {PAUSE_GRACE:g} s: its memory is nearly "
-                "full (Dask pauses a worker above distributed.worker.memory.pause of its limit)",
-                kind="memory",
-            )
+class _Liveness:
+    """What the waits know of the workers they depend on: since when each one is paused, and
+    when its heartbeat (``last_seen``) was last seen to move, on this process's clock."""
+
+    def __init__(self) -> None:
+        self.paused: dict[str, float] = {}
+        self.beats: dict[str, tuple[Any, float]] = {}
+
+    def check(self, client: Any, needed: Collection[str]) -> None:
+        """:class:`Failed` when a worker of ``needed`` has left, has been paused (its memory
+        nearly full) for ``PAUSE_GRACE`` seconds, or has sent no heartbeat for the
+        ``worker-timeout`` option's seconds."""
+        if not needed:
+            return
+        now, clock = workers_now(client), time.monotonic()
+        for address in sorted(needed):
+            if address not in now:
+                raise Failed(left(address), kind="left")
+            identity = now[address]
+            if identity.get("status") != "paused":
+                self.paused.pop(address, None)
+            elif clock - self.paused.setdefault(address, clock) > PAUSE_GRACE:
+                raise Failed(
+                    f"worker {address} has been paused for {PAUSE_GRACE:g} s: its memory is "
+                    "nearly full (Dask pauses a worker above distributed.worker.memory.pause of "
+                    "its limit)",
+                    kind="memory",
+                )
+            beat = identity.get("last_seen")
+            seen, since = self.beats.get(address, (None, clock))
+            if beat != seen:
+                self.beats[address] = (beat, clock)
+            elif clock - since > worker_timeout():
+                raise Failed(
+                    f"worker {address} has not answered for {worker_timeout():g} s (the "
+                    "worker-timeout option): it may be stopped, frozen or swapped out",
+                    kind="left",
+                )
 
 
 def completed(client: Any, futures: Sequence[Any], where: Mapping[str, str]) -> Iterator[Any]:
     """``futures`` as each one finishes; :class:`Failed` when one fails, or when a worker they
-    depend on (``where``: future key → worker address) leaves the cluster or stays paused."""
+    depend on (``where``: future key → worker address; every worker of the cluster when it says
+    none) leaves the cluster, stays paused, or stops sending heartbeats."""
     from distributed import wait
 
     pending = list(futures)
-    needed: Collection[str] = set(where.values())
-    paused: dict[str, float] = {}
+    needed: Collection[str] = set(where.values()) or set(workers_now(client))
+    liveness = _Liveness()
     while pending:
         try:
             with client.as_current():  # wait() finds the client by itself otherwise
                 result = wait(pending, timeout=_POLL, return_when="FIRST_COMPLETED")
         except TimeoutError:
-            _check_workers(client, needed, paused)
+            liveness.check(client, needed)
             continue
         for future in result.done:
             if future.status != "finished":

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from ... import compat
 from ..dask_collections import on_gpu
 from ..pinned import host_memory, ring, staging, thread_count
 from . import (
@@ -84,7 +85,7 @@ def _start(
     of its GPU (CUDA IPC, if ``direct``), or made a host object on its worker."""
     client = placer.client
     futures, positions = persisted.partitions(client, collection)
-    placer.adopt(futures)
+    placer.adopt(futures, collection)
     wait_for(client, futures, {})
     holders = client.who_has(futures)
     by_address = {view.address: view for view in views}
@@ -327,6 +328,31 @@ def _concatenated(
     for back, host in zip(backs, hosts, strict=True):
         out[persisted.block_slices(collection.chunks, back.position)] = host
     return out, routes, 0
+
+
+def byte_order_of_meta(host: Any, collection: Any) -> Any:
+    """``host`` with the byte order the collection's meta gives its columns (or its values):
+    a big-endian column crosses as the native numbers (Dask's own compute returns it so too) and
+    comes back as the user's dtype, not silently as another one."""
+    import numpy as np
+
+    meta = compat.dask_meta(collection)
+    if meta is None:
+        return host
+
+    def wanted(dtype: Any, have: Any) -> bool:
+        return (
+            isinstance(dtype, np.dtype)
+            and not dtype.isnative
+            and isinstance(have, np.dtype)
+            and have == dtype.newbyteorder("=")
+        )
+
+    if getattr(meta, "ndim", 0) == 2 and hasattr(meta, "dtypes"):  # a DataFrame
+        changed = {c: t for c, t in meta.dtypes.items() if c in host and wanted(t, host[c].dtype)}
+        return host.astype(changed) if changed else host
+    dtype = getattr(meta, "dtype", None)
+    return host.astype(dtype) if wanted(dtype, getattr(host, "dtype", None)) else host
 
 
 def gather(

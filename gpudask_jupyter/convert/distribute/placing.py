@@ -5,8 +5,10 @@ anything fails, or the user interrupts, all of them are cancelled, so no partiti
 worker's memory or GPU. Each future also remembers its worker, so that a wait can tell which
 worker it depends on (see :func:`.cluster_view.wait_for`).
 
-Futures of keys this package did not make (the partitions of a user's collection, computed for
-``--gather``) are only let go on failure, never cancelled: their keys may be the user's own.
+Futures of keys the user's collection already holds (the partitions of a persisted collection,
+fetched for ``--gather``) are only let go on failure, never cancelled: they are the user's data.
+Keys computed for the transfer alone (the partitions of a lazy collection) are cancelled like
+the rest, so that an interrupted ``--gather`` leaves nothing on the workers.
 """
 
 from __future__ import annotations
@@ -62,9 +64,14 @@ class Placer:
         except Exception:  # the cluster may be gone: its memory went with it
             log.debug("cancelling %d futures failed", len(futures), exc_info=True)
 
-    def adopt(self, futures: Sequence[Any]) -> None:
-        """Futures of keys this package did not choose: held while the transfer runs."""
-        self._borrowed.extend(futures)
+    def adopt(self, futures: Sequence[Any], collection: Any) -> None:
+        """Futures computed from the user's ``collection``: those of keys it holds already are
+        only held while the transfer runs, the others are the transfer's own."""
+        from distributed import futures_of
+
+        users = {future.key for future in futures_of(collection)}
+        self._borrowed.extend(f for f in futures if f.key in users)
+        self._futures.extend(f for f in futures if f.key not in users)
 
     @staticmethod
     def is_future(obj: Any) -> bool:

@@ -14,17 +14,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-import traceback
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
-from ...errors import ConversionError, GpuDaskError, NoGpuError
+from ...errors import ConversionError, NoGpuError
 from ..converter import Context, module_class
 from ..dask_collections import is_dask_array, is_dask_dataframe
 from ..failures import describe
 from ..lookup import find
 from ..report import Moved, Report, kind_of, nbytes_of, shape_of
-from ..transaction import convert_one
+from ..transaction import convert_one, transact
 from . import cluster_view, gathering, persisted, shared_memory, spread, watch
 from .cluster_view import Failed, WorkerView
 from .placing import Placer
@@ -157,7 +156,7 @@ class _Transaction:
         done = self.client.persist(obj.to_backend(backend))
         placer = self.placer()
         futures = futures_of(done)
-        placer.adopt(futures)
+        placer.adopt(futures, obj)
         cluster_view.wait_for(self.client, futures, {})
         label = f"Dask {type(obj).__name__} → persisted ({backend})"
         seconds = time.perf_counter() - started
@@ -173,6 +172,7 @@ class _Transaction:
         else:
             placer = self.placer()
             host, routes, rounds = gathering.gather(obj, placer, self.views, self.segments)
+            host = gathering.byte_order_of_meta(host, obj)
             self.report.notes.append(placement(name, routes))
         seconds = time.perf_counter() - started
         label = f"Dask {type(obj).__name__} → {'NumPy' if _is_numpy(host) else 'pandas'}"
@@ -191,25 +191,21 @@ class _Transaction:
             placer.forget()
 
 
-def _failed(name: str, obj: Any, err: BaseException, leave_on_host: str | None) -> ConversionError:
+def _failed(name: str, obj: Any, err: Exception, leave_on_host: str | None) -> ConversionError:
     """The user's sentence for variable ``name`` whose transfer failed with ``err``."""
     leave = leave_on_host or f"use --exclude {name} to leave it on the host"
-    if isinstance(err, Failed):
-        cause = err.cause
-        if err.kind == "memory":
-            hint = (
-                "nothing stayed on the workers; free memory there (del collections you no "
-                f"longer need, or %gpu_cluster restart), use more partitions, or {leave}"
-            )
-        elif err.kind == "left":
-            hint = "nothing stayed on the workers; run the cell again once the cluster is whole"
-        else:
-            hint = f"nothing stayed on the workers; {leave}"
+    if not isinstance(err, Failed):
+        return ConversionError(name, *describe(err, name, obj, leave_on_host))
+    if err.kind == "memory":
+        hint = (
+            "nothing stayed on the workers; free memory there (del collections you no longer "
+            f"need, or %gpu_cluster restart), use more partitions, or {leave}"
+        )
+    elif err.kind == "left":
+        hint = "nothing stayed on the workers; run the cell again once the cluster is whole"
     else:
-        cause, hint = describe(err, name, obj, leave_on_host)
-    error = ConversionError(name, cause, hint)
-    error.details = "".join(traceback.format_exception(err))
-    return error
+        hint = f"nothing stayed on the workers; {leave}"
+    return ConversionError(name, err.cause, hint)
 
 
 def _transact(
@@ -220,33 +216,18 @@ def _transact(
     move: Callable[[_Transaction, str, Any], Any | None],
     leave_on_host: str | None,
 ) -> list[str]:
-    """Run ``move`` on each name (None: leave it); rebind all, or none and undo everything."""
-    staged: dict[str, Any] = {}
-    by_identity: dict[int, Any] = {}
+    """Run ``move`` on each name (None: leave it); rebind all, or none and undo everything
+    placed on the workers (:func:`..transaction.transact`)."""
     with _segments() as segments:
         transaction = _Transaction(client, segments, report)
-        name, obj = "", None
-        try:
-            for name in names:
-                obj = namespace[name]
-                if id(obj) in by_identity:  # a = b = df: one transfer, aliasing kept
-                    staged[name] = by_identity[id(obj)]
-                    continue
-                new = move(transaction, name, obj)
-                if new is not None:
-                    staged[name] = by_identity[id(obj)] = new
-        except GpuDaskError:
-            transaction.cancel()
-            raise
-        except Exception as err:
-            transaction.cancel()
-            log.debug("moving %s failed", name, exc_info=True)
-            raise _failed(name, obj, err, leave_on_host) from None
-        except BaseException:  # Ctrl-C: undo, then let it through unchanged
-            transaction.cancel()
-            raise
+        transact(
+            namespace,
+            names,
+            lambda name, obj: move(transaction, name, obj),
+            lambda name, obj, err: _failed(name, obj, err, leave_on_host),
+            undo=transaction.cancel,
+        )
         transaction.done()
-    namespace.update(staged)
     for spread_out in transaction.spread_out:
         watch.track(*spread_out)
     return transaction.unavailable
