@@ -47,6 +47,7 @@ def _nothing_left(km: Any, kc: Any, runtime_dir: Path, ports: set[int]) -> None:
     kernel = km.provisioner.process.pid
     reply = run(kc, "%gpu_cluster stop")
     assert reply["status"] == "ok", reply["output"]
+    assert "CancelledError" not in reply["output"] and "Traceback" not in reply["output"]
     assert wait_gone(spawned_workers(kernel)) == []
     assert _listening(kernel) <= ports
     assert not list(runtime_dir.glob("gpudask-kernel-*"))

@@ -3,8 +3,9 @@
 :func:`transact` is the one engine of ``%%to_gpu`` / ``%%to_cpu`` and of ``--distribute`` /
 ``--gather``. Every result goes into a staging dict first (``a = b = df``: moved once, the
 aliasing kept); only when all have succeeded are the names rebound. On any failure, or Ctrl-C,
-what was made elsewhere is undone (the caller's ``undo``: partitions on the workers), the staged
-results are dropped, the failure's frames are cleared (IPython keeps the last traceback, whose
+what was made elsewhere is undone (the caller's ``undo``: partitions on the workers; after
+Ctrl-C on a thread of its own, so that control comes back at once), the staged results are
+dropped, the failure's frames are cleared (IPython keeps the last traceback, whose
 frames would hold half-built device arrays and futures), device memory is given back (CuPy's
 cached blocks included, so NVML sees it free again), and the error names the variable, the
 cause and what to do. The originals are never touched.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import gc
 import logging
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, MutableMapping
@@ -49,6 +51,20 @@ Fail = Callable[[str, Any, Exception], ConversionError]
 """(name, object, what the library raised) → the error the user reads."""
 
 
+def _undo_later(undo: Callable[[], object]) -> None:
+    """After Ctrl-C: undo (cancel what was placed on the workers, give device memory back) on a
+    thread of its own, so that the interrupted cell returns at once; it takes a moment."""
+
+    def finish() -> None:
+        try:
+            undo()
+        except Exception:
+            log.warning("undoing an interrupted transfer failed", exc_info=True)
+        release_device_memory()
+
+    threading.Thread(target=finish, name="gpudask-undo-transfer", daemon=True).start()
+
+
 def transact(
     namespace: MutableMapping[str, Any],
     names: Iterable[str],
@@ -71,14 +87,17 @@ def transact(
             if new is not None:
                 staged[name] = by_identity[id(obj)] = new
     except BaseException as err:
-        undo()
         staged.clear()  # this frame stays in the error's traceback: it must hold nothing
         by_identity.clear()
         new = None
         traceback.clear_frames(err.__traceback__)
+        if not isinstance(err, Exception):  # Ctrl-C: control back at once, the undo follows
+            _undo_later(undo)
+            raise
+        undo()
         release_device_memory()
-        if isinstance(err, GpuDaskError) or not isinstance(err, Exception):
-            raise  # ours already speaks to the user; Ctrl-C goes through unchanged
+        if isinstance(err, GpuDaskError):
+            raise  # ours already speaks to the user
         log.debug("moving %s failed", name, exc_info=err)
         error = fail(name, obj, err)
         error.details = "".join(traceback.format_exception(err))

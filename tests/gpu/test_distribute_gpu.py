@@ -311,3 +311,23 @@ def test_a_block_that_cannot_be_made_or_opened_says_why() -> None:
     # this way" for that worker
     with pytest.raises(device_blocks.NotOpened), device_blocks.opened(handle, 0, "itself"):
         pass
+
+
+def test_a_partition_lost_with_its_gpu_worker_fails_at_once_in_words(client) -> None:
+    """The CUDA IPC route: a partition built on its worker's GPU memory cannot be rebuilt once
+    that worker is gone; computing the collection fails within seconds, naming it."""
+    import signal
+
+    ns = {"df": _frame(64 * MiB)}
+    distribute_names(ns, ["df"], client=client, npartitions=8)
+    victim = sorted(client.run(os.getpid).items())[0][1]
+    workers = len(client.scheduler_info()["workers"])
+    os.kill(victim, signal.SIGKILL)
+    started = time.monotonic()
+    with pytest.raises(Exception, match=r"df: \d of 8 partitions were lost") as failed:
+        ns["df"].x.sum().compute()
+    assert time.monotonic() - started < 15
+    assert "Spread df again" in str(failed.value)
+    del ns, failed
+    gc.collect()
+    client.wait_for_workers(workers, timeout=120)  # the nanny starts a new worker
