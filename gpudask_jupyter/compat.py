@@ -205,24 +205,37 @@ def unrunnable_restrictions(scheduler: Any) -> Iterator[Mapping[str, Any]]:
 
 def fail_unrunnable(dask_scheduler: Any, keys: list[Any], message: str) -> list[Any]:
     """Fail those of ``keys`` that can no longer run (restricted to a worker that left: the
-    "no-worker" state), with ``RuntimeError(message)``; the keys failed.
+    "no-worker" state, or waiting for a dependency in that state), with
+    ``RuntimeError(message)``; the keys failed.
 
     What ``Scheduler._check_unrunnable_task_timeouts`` does to a task whose restrictions stay
-    unmet (the ``no-workers-timeout`` option), for these keys and at once:
+    unmet (the ``no-workers-timeout`` option), for these keys and what they wait for, at once:
     ``Scheduler.transition(key, "erred", exception=..., cause=key, ...)``, then
-    ``Scheduler.transitions`` on what that recommends (distributed 2024.8 – 2026.8). The task's
-    dependents fail with the same exception, now and whenever they are submitted again.
+    ``Scheduler.transitions`` on what that recommends; ``TaskState.state`` and
+    ``.dependencies`` (distributed 2024.8 – 2026.8). The dependents fail with the same exception,
+    now and whenever they are submitted again.
     """
     import pickle
     import time
 
     stimulus_id = f"gpudask-lost-partition-{time.time()}"
-    recommendations: dict[Any, Any] = {}
-    failed = []
-    for key in keys:
-        ts = dask_scheduler.tasks.get(key)
-        if ts is None or ts.state not in ("no-worker", "released", "queued"):
+    unrunnable = ("no-worker", "released", "queued")
+    stack = [dask_scheduler.tasks.get(key) for key in keys]
+    seen: set[Any] = set()
+    targets = []
+    while stack:
+        ts = stack.pop()
+        if ts is None or ts.key in seen:
             continue
+        seen.add(ts.key)
+        if ts.state in unrunnable:
+            targets.append(ts.key)
+        elif ts.state == "waiting":  # for a dependency that lived on the same worker
+            stack.extend(ts.dependencies)
+    recommendations: dict[Any, Any] = {}
+    for key in targets:
+        if dask_scheduler.tasks[key].state not in unrunnable:
+            continue  # already failed, with a dependency failed above
         recommendations.update(
             dask_scheduler.transition(
                 key,
@@ -233,8 +246,12 @@ def fail_unrunnable(dask_scheduler: Any, keys: list[Any], message: str) -> list[
                 stimulus_id=stimulus_id,
             )
         )
-        failed.append(key)
     dask_scheduler.transitions(recommendations, stimulus_id=stimulus_id)
+    failed = []
+    for key in keys:
+        ts = dask_scheduler.tasks.get(key)
+        if ts is not None and ts.state == "erred":
+            failed.append(key)
     return failed
 
 

@@ -67,3 +67,39 @@ def test_a_collection_whose_workers_stay_is_left_alone(shell: Any, capsys: Any) 
     shell.run_line_magic("gpu_cluster", "status")
     assert "were lost" not in capsys.readouterr().out
     shell.run_line_magic("gpu_cluster", "stop")
+
+
+def test_a_lost_task_waiting_for_a_lost_dependency_fails_too() -> None:
+    """The CUDA IPC route's partitions depend on the block their worker allocated: lost with
+    that worker, a partition waits for a block that cannot be made again. Both are failed, with
+    the sentence, and what depends on them fails at once."""
+    from distributed import Client, LocalCluster
+
+    from gpudask_jupyter import compat
+
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0"
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        victim = sorted(client.scheduler_info()["workers"])[0]
+        block = client.submit(lambda: 1, workers=[victim], allow_other_workers=False, pure=False)
+        built = client.submit(
+            lambda b: b + 1, block, workers=[victim], allow_other_workers=False, pure=False
+        )
+        assert built.result(timeout=30) == 2
+        del block  # as after a transfer: only the partition is held
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while built.status != "lost":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)  # the scheduler settles: the partition waits for its block
+        failed = client.run_on_scheduler(
+            compat.fail_unrunnable, keys=[built.key], message="x: lost, spread it again"
+        )
+        assert failed == [built.key]
+        with pytest.raises(RuntimeError, match="x: lost, spread it again"):
+            client.submit(lambda v: v, built).result(timeout=10)

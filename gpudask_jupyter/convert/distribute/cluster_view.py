@@ -123,7 +123,7 @@ def survey(client: Any, segments: shared_memory.Segments | None) -> list[WorkerV
     return views
 
 
-_KERNEL_NEEDS = {"frames": ("cudf", "dask_cudf"), "arrays": ("cupy",)}
+KERNEL_NEEDS = {"frames": ("cudf", "dask_cudf"), "arrays": ("cupy",)}
 
 
 def why_not_gpu(views: Sequence[WorkerView], kind: str) -> str | None:
@@ -132,7 +132,7 @@ def why_not_gpu(views: Sequence[WorkerView], kind: str) -> str | None:
         reason = view.no_gpu.get(kind)
         if reason:
             return f"worker {view.address}: {reason}"
-    for module in _KERNEL_NEEDS[kind]:
+    for module in KERNEL_NEEDS[kind]:
         if module not in sys.modules and importlib.util.find_spec(module) is None:
             return f"the kernel cannot import {module}, which a GPU collection needs"
     return None

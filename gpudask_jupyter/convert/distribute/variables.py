@@ -12,6 +12,7 @@ partition (see :mod:`.spread` and :mod:`.gathering`); the report says which way 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
@@ -112,6 +113,11 @@ class _Transaction:
     def gpu(self, name: str, kind: str, required_by: str | None) -> bool:
         why = cluster_view.why_not_gpu(self.views, kind)
         if why is None:
+            # imported here, on this thread, before any answer of a worker holds a GPU object:
+            # the client's thread would import them to read it, and two threads importing
+            # cuDF at once deadlock (Python's import locks)
+            for module in cluster_view.KERNEL_NEEDS[kind]:
+                importlib.import_module(module)
             return True
         if required_by is not None:
             raise NoGpuError(f"{name} cannot go to the workers' GPUs: {why} ({required_by}).")

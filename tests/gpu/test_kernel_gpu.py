@@ -1,0 +1,67 @@
+"""The kernel ended or interrupted in the middle of a GPU transfer, on a real GPU: SIGTERM during
+a large ``%%to_gpu`` ends the kernel within seconds (its pinned stager, whose lock the transfer
+holds, is closed without waiting for it), and Ctrl-C returns within two seconds, rebinding
+nothing and freeing the GPU memory the transfer took."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import pytest
+from test_kernel_lifecycle import run
+
+pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
+
+BIG = (
+    "%%to_gpu -q\n"
+    "import numpy as np\n"
+    "big = np.ones(6 * 2**30 // 8)\n"  # 6 GiB: a transfer of a few tenths of a second
+)
+
+
+def _wait_transfer(kc: Any) -> None:
+    reply = run(kc, "%load_ext gpudask_jupyter\nimport numpy as np\nwarm = np.ones(2**27)")
+    assert reply["status"] == "ok", reply["output"]
+    reply = run(kc, "%%to_gpu -q\nwarm = warm\n")  # the stager and CUDA are up
+    assert reply["status"] == "ok", reply["output"]
+
+
+def test_sigterm_during_a_gpu_transfer_ends_the_kernel_at_once(kernel: Any) -> None:
+    km, kc = kernel
+    _wait_transfer(kc)
+    kc.execute(BIG)
+    time.sleep(1.2)  # the array is made, then the transfer runs
+    process = km.provisioner.process
+    os.kill(process.pid, signal.SIGTERM)
+    ended = time.monotonic()
+    while process.poll() is None:
+        assert time.monotonic() - ended < 10, "SIGTERM hung the kernel during a GPU transfer"
+        time.sleep(0.05)
+
+
+def test_ctrl_c_during_a_gpu_transfer_rebinds_nothing_and_frees_the_gpu(kernel: Any) -> None:
+    km, kc = kernel
+    _wait_transfer(kc)
+    before = run(kc, "import cupy\nprint('FREE', cupy.cuda.runtime.memGetInfo()[0])")
+    free_before = int(before["output"].split("FREE ")[1].split()[0])
+    msg_id = kc.execute(BIG)
+    time.sleep(1.2)
+    interrupted = time.monotonic()
+    km.interrupt_kernel()
+    while True:
+        reply = kc.get_shell_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            break
+    assert time.monotonic() - interrupted < 2.0
+    time.sleep(2)  # the undo runs on its own thread
+    after = run(
+        kc,
+        "import gc; gc.collect(); cupy.get_default_memory_pool().free_all_blocks()\n"
+        "print('KIND', type(big).__module__, 'FREE', cupy.cuda.runtime.memGetInfo()[0])",
+    )
+    assert "KIND numpy" in after["output"], after["output"]  # nothing rebound
+    free_after = int(after["output"].split("FREE ")[1].split()[0])
+    assert free_after > free_before - 2**30, (free_before, free_after)
