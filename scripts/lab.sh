@@ -7,14 +7,9 @@
 #   ./scripts/lab.sh [jupyter lab arguments, e.g. --port 8899 --no-browser]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PIP_DISABLE_PIP_VERSION_CHECK=1
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
-fi
+./scripts/lab_env.sh .venv
 # kernels start "python" from PATH: it must be this environment's
 export PATH="$PWD/.venv/bin:$PATH"
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".${GPUDASK_EXTRAS:+[$GPUDASK_EXTRAS]}"
 mkdir -p notebooks
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-root)  # e.g. a container running as root

@@ -43,5 +43,9 @@ echo "== TypeScript: eslint, prettier, type check, vitest"
   npm test
 )
 
+echo "== the workshop's environment, as scripts/lab.sh makes it (the notebooks run there)"
+./scripts/lab_env.sh .venv-lab
+export GPUDASK_NOTEBOOK_PYTHON="$PWD/.venv-lab/bin/python" GPUDASK_REQUIRE_LAB_ENV=1
+
 echo "== pytest (CPU, kernels, server, browser; GPU tests skip without a GPU)"
 $py -m pytest -ra "$@"

@@ -5,6 +5,11 @@ workers, scheduler subprocesses). Small sizes are appended to the notebook's one
 cell; the notebook itself must also work with its own defaults, which pick small sizes without a
 GPU. Without a GPU, the CPU fallback must say so and no ``speed-up`` line may appear. Every
 process the kernel started, and the kernel itself, must be gone after the kernel shuts down.
+
+The kernels run in the environment the README's main command makes (``scripts/lab_env.sh``, the
+``workshop`` extra), not in the test environment, which has more installed: CI sets
+``GPUDASK_NOTEBOOK_PYTHON`` to its Python (``scripts/test.sh``), and then a missing package of the
+workshop fails here as it would fail a student.
 """
 
 from __future__ import annotations
@@ -64,6 +69,43 @@ def _texts(nb: Any) -> list[str]:
 
 def _ids(path: Path) -> str:
     return path.stem
+
+
+def _kernel_manager() -> Any:
+    """A kernel of the workshop's environment where one is given (GPUDASK_NOTEBOOK_PYTHON), else
+    of this one; CI requires the workshop's (GPUDASK_REQUIRE_LAB_ENV)."""
+    from jupyter_client.manager import KernelManager
+
+    python = os.environ.get("GPUDASK_NOTEBOOK_PYTHON")
+    if not python and os.environ.get("GPUDASK_REQUIRE_LAB_ENV"):
+        pytest.fail("GPUDASK_NOTEBOOK_PYTHON is not set: run the notebooks in scripts/lab_env.sh's")
+    km = KernelManager(kernel_name="python3")
+    if python:
+        km.kernel_cmd = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    return km
+
+
+def test_the_workshop_environment_is_the_one_lab_sh_makes() -> None:
+    """Where the notebooks run in their own environment, it lacks the test tools (so it is not
+    the test environment) and has every package the notebooks import."""
+    import subprocess
+
+    python = os.environ.get("GPUDASK_NOTEBOOK_PYTHON")
+    if not python:
+        if os.environ.get("GPUDASK_REQUIRE_LAB_ENV"):
+            pytest.fail("GPUDASK_NOTEBOOK_PYTHON is not set")
+        pytest.skip("no workshop environment given (scripts/test.sh makes one)")
+    probe = (
+        "import importlib.util, json\n"
+        "names = ['pandas', 'pyarrow', 'numpy', 'dask.dataframe', 'distributed', 'notebook', "
+        "'voila', 'ipykernel', 'psutil', 'gpudask_jupyter', 'pytest', 'playwright']\n"
+        "print(json.dumps({n: importlib.util.find_spec(n.split('.')[0]) is not None "
+        "for n in names}))"
+    )
+    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True)
+    found = __import__("json").loads(out.stdout)
+    assert not found.pop("pytest") and not found.pop("playwright")  # not the test environment
+    assert all(found.values()), found
 
 
 def test_the_series_is_there() -> None:
@@ -135,6 +177,7 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
         nb,
         timeout=600,
         kernel_name="python3",
+        km=_kernel_manager(),
         resources={"metadata": {"path": str(workdir)}},
         on_cell_executed=record,
     )
@@ -143,6 +186,9 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     except CellExecutionError as err:
         pytest.fail(f"{path.name}: a cell failed\n{err}")
     finally:
+        # a kernel manager given to nbclient is not shut down by it: as a student's closing tab
+        if client.km is not None and client.km.is_alive():
+            client.km.shutdown_kernel(now=False)
         # the kernel has shut down: none of its processes (workers, schedulers) may be left
         leftovers = _still_running(list(seen.values()), timeout=30)
         mine = [
@@ -170,3 +216,13 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
             )
         speed_ups = [line for line in text.splitlines() if line.startswith(SPEED_UP)]
         assert not speed_ups, f"speed-up lines without a GPU: {speed_ups}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids)
+def test_no_notebook_prints_a_dashboard_link_of_its_own(path: Path) -> None:
+    """The start's summary says whether a dashboard is served, and where; a link printed by the
+    notebook itself (client.dashboard_link) is dead on a shared machine, where none is."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert "dashboard_link" not in cell.source, cell.source

@@ -221,7 +221,47 @@ def test_the_widgets_text_is_a_snapshot_an_executed_notebook_keeps(kernel) -> No
             assert "application/vnd.jupyter.widget-view+json" in msg["content"]["data"]
     assert text.startswith("GPU Dask panel: cluster running, cpu, scheduler "), text
     assert "Workers (1):" in text and "running 0, ready 0, in memory 0" in text
+    # no front end said hello: once the cells have run, nothing keeps sampling
+    time.sleep(5)  # IDLE_GRACE and a tick
     reply = run(
         kc, "print('THREADS', [t.name for t in threading.enumerate()].count('gpudask-monitor'))"
     )
-    assert "THREADS 0" in reply["output"]  # the text was read once, nothing keeps sampling
+    assert "THREADS 0" in reply["output"]
+
+
+def test_a_displayed_panel_draws_the_work_of_the_cells_queued_after_it(kernel) -> None:
+    """Run All: the cells after the panel's are queued before its view's hello, which the
+    kernel reads only once idle. The displayed panel sends frames at once, so the view sees the
+    cluster and the tasks of those cells while they run; then the hello brings a snapshot."""
+    _, kc = kernel
+    first = kc.execute(
+        "%load_ext gpudask_jupyter\n"
+        "client = %gpu_cluster start --n-workers 1 --memory-limit 1GB\n"
+        "import gpudask_jupyter\n"
+        "from IPython.display import display\n"
+        "panel = gpudask_jupyter.Panel(interval=0.25)\n"
+        "display(panel)\n"
+        "print('COMM', panel.comm.comm_id)"
+    )
+    # queued right behind it, as Run All queues the next cells: busy for several seconds
+    kc.execute(
+        "import time\n"
+        "def work(i):\n"
+        "    time.sleep(0.05)\n"
+        "    return i\n"
+        "end = time.monotonic() + 6\n"
+        "while time.monotonic() < end:\n"
+        "    client.gather(client.map(work, range(20), pure=False))\n"
+    )
+    comm_id = None
+    deadline = time.monotonic() + 120
+    while comm_id is None:
+        assert time.monotonic() < deadline
+        msg = kc.get_iopub_msg(timeout=60)
+        text = msg["content"].get("text", "") if msg["msg_type"] == "stream" else ""
+        if msg["parent_header"].get("msg_id") == first and "COMM " in text:
+            comm_id = text.split("COMM ")[1].split()[0]
+    frames = _frames(kc, comm_id, time.monotonic() + 4)  # no hello sent: the kernel is busy
+    assert len(frames) >= 8, "no frames while the queued cell ran"  # 0.25 s apart
+    assert frames[-1]["cluster"]["state"] == "running"
+    assert any(t["prefix"] == "work" for f in frames for t in f["tasks"])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 import weakref
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,12 @@ log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static" / "panel.js"
 REPR_WAIT = 1.0
 """Seconds the widget's text/plain waits for the scheduler when no panel samples yet."""
+UNANNOUNCED = "\0unannounced"
+"""The view a displayed panel assumes until one says hello (see :meth:`Panel._expect_view`)."""
+UNANNOUNCED_FOR = 600.0
+"""Seconds a displayed panel sends frames while cells run with no view having said hello."""
+IDLE_GRACE = 3.0
+"""Seconds it goes on once the cells have run: a front end's hello comes then, or none will."""
 
 _panels: weakref.WeakSet[Panel] = weakref.WeakSet()
 
@@ -75,6 +82,7 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         self._cursor: Cursor | None = None
         self._views: set[str] = set()  # views that said hello and not yet bye
         self._token: int | None = None
+        self._unannounced_until = 0.0  # monotonic; see _expect_view
         self._send_lock = threading.RLock()
         lifecycle.on_unload(close_all, lifecycle.VIEWS)
         self._monitor = kernel_monitor()
@@ -105,7 +113,7 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
     @property
     def views(self) -> int:
         """How many views are drawing this panel now (as far as they said)."""
-        return len(self._views)
+        return len(self._views - {UNANNOUNCED})
 
     def _on_message(self, _: Any, content: Any, buffers: list[bytes]) -> None:
         """A view's message: ``hello`` (drawn, or resumed), ``bye`` (disposed), ``control`` (a
@@ -122,8 +130,39 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         elif kind == "control":
             self._control(content)
 
+    def _expect_view(self) -> None:
+        """Displayed: send frames at once, before any view says hello.
+
+        A view's hello reaches the kernel only once the kernel is idle: under Run All, or in
+        Voila, the cells after the panel's are queued before it. Frames travel the other way at
+        any time (from the sampler's thread), so the panel starts as if a view had said hello,
+        until one does (its hello then brings a fresh snapshot). Where no front end draws it
+        (a notebook executed by nbconvert), nobody ever will: the frames stop
+        :data:`IDLE_GRACE` seconds after the cells have run (:func:`_cells_ran`)."""
+        with self._send_lock:
+            if self._views or self.paused:
+                return
+            self._unannounced_until = time.monotonic() + UNANNOUNCED_FOR
+            self._views.add(UNANNOUNCED)
+            self._cursor = None
+            if self._token is None and self.comm is not None:
+                self._token = self._monitor.subscribe(
+                    self._tick, self.interval, self.history, self.processes
+                )
+        _watch_cells()
+
+    def _cells(self, running: bool) -> None:
+        """A cell starts (``running``) or has run: while cells run the unannounced frames go
+        on; once they have run, for :data:`IDLE_GRACE` seconds more."""
+        with self._send_lock:
+            now = time.monotonic()
+            if self._views != {UNANNOUNCED} or now > self._unannounced_until:
+                return
+            self._unannounced_until = now + (UNANNOUNCED_FOR if running else IDLE_GRACE)
+
     def _hello(self, view: str) -> None:
         with self._send_lock:
+            self._views.discard(UNANNOUNCED)
             self._views.add(view)
             self._cursor = None
             if self._token is None and self.comm is not None:
@@ -135,6 +174,8 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
     def _bye(self, view: str) -> None:
         with self._send_lock:
             self._views.discard(view)
+            if not view:  # a view without an id: its bye stands for every view
+                self._views.discard(UNANNOUNCED)
             if self._views:
                 return
         self._unsubscribe()
@@ -148,6 +189,9 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
             self._monitor.unsubscribe(token)
 
     def _tick(self) -> None:
+        if self._views == {UNANNOUNCED} and time.monotonic() > self._unannounced_until:
+            self._bye(UNANNOUNCED)  # displayed where no view ever said hello
+            return
         if self._views and not self.paused:
             self._send_frame()
 
@@ -190,6 +234,7 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
+        self._expect_view()
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         return {**data, "text/plain": snapshot_text(REPR_WAIT)}, metadata
 
@@ -202,9 +247,43 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
 
 def close_all() -> None:
     """Close every panel of the kernel, then stop the sampler they shared (``%unload_ext``)."""
+    global _watching
     for panel in list(_panels):
         panel.close()
     stop_kernel_monitor()
+    if _watching is not None:
+        for event, callback in (("pre_run_cell", _cell_starts), ("post_run_cell", _cells_ran)):
+            try:
+                _watching.events.unregister(event, callback)
+            except ValueError:
+                log.debug("%s was not registered", event)
+        _watching = None
+
+
+_watching: Any = None  # the shell whose cells the panels follow
+
+
+def _cell_starts(*_: Any) -> None:
+    for panel in list(_panels):
+        panel._cells(running=True)
+
+
+def _cells_ran(*_: Any) -> None:
+    for panel in list(_panels):
+        panel._cells(running=False)
+
+
+def _watch_cells() -> None:
+    """Tell the panels when cells start and end (IPython's events), once per shell."""
+    global _watching
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or shell is _watching:
+        return
+    shell.events.register("pre_run_cell", _cell_starts)
+    shell.events.register("post_run_cell", _cells_ran)
+    _watching = shell
 
 
 def widget_front_end() -> bool:

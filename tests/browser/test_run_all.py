@@ -1,0 +1,84 @@
+"""Notebook 04 run with Run All in JupyterLab: its panel draws the pipeline's work while the
+later cells run (their view's hello is queued behind them), and at the end the stopped cluster
+greyed with its work kept. The notebook itself, with small sizes, against a real CPU cluster."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lab_support import Lab, kernel_idle, shot, view_data
+
+pytestmark = pytest.mark.timeout(400)
+
+NOTEBOOK = Path(__file__).parents[2] / "notebooks" / "04_watching_work_in_the_panel.ipynb"
+# long enough to look at it while it runs, on two CPU cores
+SIZES = "ROWS = 2_000_000\nROUNDS = 6\nPARTITIONS = 16"
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea"
+
+
+@pytest.fixture(autouse=True)
+def _alone(lab: Lab) -> None:
+    lab.shut_down_kernels()
+
+
+def _open(lab: Lab) -> str:
+    nb = json.loads(NOTEBOOK.read_text())
+    (parameters,) = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])]
+    parameters["source"] = "".join(parameters["source"]) + "\n" + SIZES
+    (lab.root / "run04.ipynb").write_text(json.dumps(nb))
+    return f"{lab.url}lab/workspaces/run04/tree/run04.ipynb?token={lab.token}"
+
+
+def _run_all(page: Any, lab: Lab) -> None:
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+    deadline = time.monotonic() + 60
+    while not kernel_idle(lab):
+        assert time.monotonic() < deadline, "the notebook's kernel did not start"
+        time.sleep(0.5)
+    started = "() => document.querySelector('.jp-InputPrompt').textContent.trim() !== '[ ]:'"
+    for _ in range(3):
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        try:
+            page.wait_for_function(started, timeout=10_000)
+            return
+        except Exception:
+            page.keyboard.press("Escape")
+    raise AssertionError("Run All did not start")
+
+
+def test_run_all_draws_the_work_while_it_runs_and_keeps_it_after(lab: Lab, page: Any) -> None:
+    page.goto(_open(lab))
+    _run_all(page, lab)
+    # mid-run: the cells after the panel's still run, and the panel draws their tasks
+    page.wait_for_function(
+        """scope => {
+            const v = document.querySelector(scope + ' .gpudask-view');
+            return v && Number(v.dataset.taskRects) > 0 && !v.classList.contains('gpudask-stopped')
+                && !v.textContent.includes('No Dask cluster');
+        }""",
+        arg=PANEL,
+        timeout=120_000,
+    )
+    assert not kernel_idle(lab), "the notebook ended before the panel drew its work"
+    during = view_data(page, PANEL)
+    assert during["state"] == "live" and during["liveness"] == "live", during
+    assert "not responding" not in page.locator(f"{PANEL} .gpudask-view").inner_text()
+    page.locator(f"{PANEL} .gpudask-view").first.scroll_into_view_if_needed()
+    shot(page, "run-all-04-running")
+    # the end: the last cell stopped the cluster; its work stays, greyed
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-OutputArea-output')]"
+        ".some(o => o.textContent.includes('Cluster stopped'))",
+        timeout=300_000,
+    )
+    page.wait_for_selector(f"{PANEL} .gpudask-view.gpudask-stopped", timeout=30_000)
+    after = view_data(page, PANEL)
+    assert int(after["taskRects"]) > 0, after
+    assert "No Dask cluster" not in page.locator(f"{PANEL} .gpudask-view").inner_text()
+    page.locator(f"{PANEL} .gpudask-view").first.scroll_into_view_if_needed()
+    shot(page, "run-all-04-stopped")
