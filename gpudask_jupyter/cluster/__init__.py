@@ -9,7 +9,8 @@
   deadlines.
 - :mod:`.worker_processes`, :mod:`.worker_setup`, :mod:`.worker_probe`: the worker processes, the
   preload they run, and the question each is asked (which GPU it has).
-- :mod:`.tables`, :mod:`.gpu_bindings`: what ``%gpu_cluster`` prints.
+- :mod:`.tables`, :mod:`.gpu_bindings`: what ``%gpu_cluster`` prints; :mod:`.logs`: where Dask's
+  own log lines go instead of the cells.
 
 Nothing is imported here: a worker's preload (:mod:`.worker_setup`) imports this package and
 must stay cheap.

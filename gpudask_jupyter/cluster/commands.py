@@ -11,9 +11,10 @@ operations too: interrupted, they finish on their own thread, and the next comma
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 
-from . import operations, security
+from . import logs, operations, security
 from .connect import check_answers
 from .join import Retirement
 from .options import (
@@ -180,9 +181,13 @@ def leave(timeout: float = LEAVE_TIMEOUT) -> tuple[ClusterSession | None, Retire
     return session, operations.run("leave", lambda operation: session.leave(timeout))
 
 
-def scale(n: int) -> None:
+def scale(n: int) -> int:
+    """``%gpu_cluster scale``: how many computed results went with the workers it removed
+    (Dask recomputes them when they are needed; a --distribute collection's cannot be)."""
     session = require_current()
+    started = time.time()
     operations.run("scale", lambda operation: session.scale(n))
+    return logs.lost_results(logs.since(started))
 
 
 def restart() -> None:

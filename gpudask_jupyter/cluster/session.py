@@ -31,7 +31,7 @@ from ..errors import ClusterError
 from ..machine import nvml, processes
 from ..registry.kernel_id import kernel_id
 from ..text.units import format_seconds
-from . import gpus
+from . import gpus, logs
 from .connect import (
     close_quietly,
     connect,
@@ -103,6 +103,7 @@ class ClusterSession:
         opts, access = plan.opts, plan.access
         prune_registry()
         kernel = kernel_id()
+        logs.route(kernel)  # the scheduler, nannies and workers log to a file, not to a cell
         tls_security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
         guard = IpyMainGuard()
         guard.hold()
@@ -139,6 +140,7 @@ class ClusterSession:
         :func:`plan_join`): connect, then start one worker per GPU there. Nothing is left
         running on failure."""
         prune_registry()
+        logs.route(kernel_id())  # the nannies and workers log to a file, not to a cell
         client = connect(plan.target, plan.timeout, "join")
         try:
             joined = JoinedWorkers.start(plan.target, plan.opts, plan.devices, worker_name())

@@ -5,6 +5,9 @@ to the foreground group: both would reach the worker processes too, which die of
 cluster without workers after the user merely stopped a cell. Each worker therefore moves to a
 process group of its own as it starts. It still ends with the kernel: distributed's worker
 processes exit when the pipe from their parent closes, whatever their group.
+
+A worker's stderr is the kernel's, which ipykernel shows in a cell: it goes to the kernel's
+Dask log file instead (:mod:`.logs`), where the kernel says it is.
 """
 
 from __future__ import annotations
@@ -21,3 +24,12 @@ def dask_setup(worker: Any) -> None:
         os.setpgid(0, 0)
     except OSError:  # not allowed here (a session leader): Ctrl+C may then reach the worker
         log.debug("the worker stays in its parent's process group", exc_info=True)
+    target = os.environ.get("GPUDASK_WORKER_LOG")  # logs.WORKER_LOG: not imported, kept light
+    if target:
+        try:
+            descriptor = os.open(target, os.O_WRONLY | os.O_APPEND)
+        except OSError:  # gone, or not ours: the cell shows it then
+            log.debug("the worker's stderr stays the kernel's", exc_info=True)
+            return
+        os.dup2(descriptor, 2)
+        os.close(descriptor)

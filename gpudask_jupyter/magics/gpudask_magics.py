@@ -77,6 +77,18 @@ def _option_trait(option: config.Option) -> Any:
     return kind(None, allow_none=True, help=option.doc).tag(config=True)
 
 
+def _dask_said() -> str:
+    """Where Dask's log lines of this kernel's cluster go, and its last warnings."""
+    from ..cluster import logs
+
+    where = logs.path()
+    if where is None:
+        return "Dask's log: on stderr (no cluster of this kernel has routed it to a file yet)."
+    lines = [f"Dask's log of this kernel's cluster: {where}"]
+    lines += [f"  {said.logger}: {said.message[:300]}" for said in logs.recent()]
+    return "\n".join(lines)
+
+
 def _check_move_arguments(args: argparse.Namespace) -> None:
     """Refuse what cannot be combined or does not exist, before the cell runs (the rules of
     ``to_gpu``, in the magic's spelling)."""
@@ -229,13 +241,20 @@ class GpuDaskMagics(Magics):
                 print(note)
             if args.verbose:  # also when the status fails: the error before it may say why
                 print(errors.last_report())
+                print(_dask_said())
 
     @_subcommand(parsers.scale)
     def _scale(self, args: argparse.Namespace) -> None:
         from ..cluster import commands
 
-        commands.scale(args.n)
+        lost = commands.scale(args.n)
         print(f"{args.n} worker{'s' * (args.n != 1)} running.")
+        if lost:
+            print(
+                f"The workers removed held {lost} computed result{'s' * (lost != 1)}: Dask "
+                "computes them again when they are needed (a collection spread with "
+                "%%to_gpu --distribute cannot be: spread it again)."
+            )
 
     @_subcommand(parsers.restart)
     def _restart(self, args: argparse.Namespace) -> None:
