@@ -178,6 +178,14 @@ def task_group_states(scheduler: Any) -> Iterator[tuple[str, Mapping[str, int]]]
         yield group.prefix.name, group.states
 
 
+def executing_prefixes(scheduler: Any) -> Iterator[str]:
+    """The prefix name of each task a worker said it was running at its last heartbeat:
+    ``WorkerState.executing`` (``TaskState`` → seconds) and ``TaskState.prefix.name``."""
+    for ws in list(scheduler.workers.values()):
+        for ts in list(ws.executing):
+            yield ts.prefix.name
+
+
 def worker_identities(scheduler: Any) -> Iterator[tuple[str, dict[str, Any], Any]]:
     """(address, identity as ``scheduler_info()`` gives it, process id) of every worker:
     ``Scheduler.workers`` (address → ``WorkerState``), ``WorkerState.identity()`` and ``.pid``."""

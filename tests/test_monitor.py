@@ -104,6 +104,30 @@ def test_progress_per_prefix_and_errors(dask_client) -> None:
     assert any(t["error"] for t in frame["tasks"])
 
 
+def test_running_counts_come_from_the_workers_and_never_exceed_their_threads(dask_client) -> None:
+    """The scheduler gives each worker a few more tasks than it has threads (worker-saturation);
+    those wait there. "Running" is what the workers said they run, so it fits in their threads."""
+    monitor = monitor_for(dask_client)
+    threads = sum(w["nthreads"] for w in dask_client.scheduler_info()["workers"].values())
+    a = dask_client.map(slow_inc, range(20), delay=1.5, key=[f"slow_a-{i}" for i in range(20)])
+    b = dask_client.map(slow_inc, range(20), delay=1.5, key=[f"slow_b-{i}" for i in range(20)])
+    seen_running = seen_waiting = 0
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (seen_running and seen_waiting):
+        time.sleep(0.5)
+        monitor.tick()
+        frame, _ = monitor.frame("c")
+        rows = [p for p in frame["progress"] if p["prefix"] in ("slow_a", "slow_b")]
+        running = sum(p["running"] for p in rows)
+        assert running <= threads, rows
+        assert all(p["running"] <= p["processing"] for p in rows), rows
+        seen_running = max(seen_running, running)
+        seen_waiting = max(seen_waiting, sum(p["processing"] - p["running"] for p in rows))
+    dask_client.cancel(a + b)
+    assert seen_running > 0  # the heartbeats named what runs
+    assert seen_waiting > 0  # what was given beyond the threads is told apart
+
+
 def test_a_killed_worker_is_reported_and_monitoring_goes_on(dask_client) -> None:
     monitor = monitor_for(dask_client)
     monitor.tick()

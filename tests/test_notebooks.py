@@ -226,3 +226,21 @@ def test_no_notebook_prints_a_dashboard_link_of_its_own(path: Path) -> None:
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert "dashboard_link" not in cell.source, cell.source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids)
+def test_prose_renders_in_voila_with_only_the_headings_it_means(path: Path) -> None:
+    """Voila and nbconvert render markdown with mistune, which reads an indented continuation line
+    starting with "#" as a heading (JupyterLab does not): the prose must not depend on which."""
+    import re
+
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        prose = re.sub(r"^```.*?^```", "", cell.source, flags=re.MULTILINE | re.DOTALL)
+        meant = len(re.findall(r"^#{1,6} ", prose, flags=re.MULTILINE))
+        rendered = len(re.findall(r"<h[1-6][ >]", markdown2html_mistune(cell.source)))
+        assert rendered == meant, f"{path.name}: a line renders as a heading in:\n{cell.source}"

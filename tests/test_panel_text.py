@@ -83,7 +83,9 @@ def _frame(**changes: object) -> Frame:
         },
         workers=[],
         tasks=[],
-        progress=[{"prefix": "matmul", "total": 8, "done": 5, "processing": 2, "erred": 1}],
+        progress=[
+            {"prefix": "matmul", "total": 8, "done": 5, "processing": 2, "erred": 1, "running": 1}
+        ],
         processes=None,
         waiting=[{"resource": "GPU", "tasks": 3}],
         messages=[],
@@ -97,7 +99,7 @@ def test_the_snapshot_names_gpus_progress_waiting_and_a_stop() -> None:
     assert "GPU Dask panel: cluster stopped, gpu, scheduler tls://127.0.0.1:1" in text
     assert "stopped at " in text and "the cluster was stopped" in text
     assert "  0 NVIDIA H200: 87% busy, memory 10 GiB / 150 GiB (3 GiB this cluster's)" in text
-    assert "  matmul: 5 / 8 done, 2 running, 1 failed" in text
+    assert "  matmul: 5 / 8 done, 1 running, 1 waiting for a thread, 1 failed" in text
     assert "Waiting: 3 task(s) ask for the resource 'GPU', which no worker offers" in text
     no_gpu = frame_text(
         _frame(

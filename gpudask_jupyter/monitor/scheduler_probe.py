@@ -71,13 +71,19 @@ def poll(
                     error,
                 )
             )
+    # total, done, processing, erred, running
     progress: dict[str, list[int]] = {}
     for prefix, states in compat.task_group_states(dask_scheduler):
-        row = progress.setdefault(prefix, [0, 0, 0, 0])
+        row = progress.setdefault(prefix, [0, 0, 0, 0, 0])
         row[0] += sum(states.values())
         row[1] += sum(states.get(s, 0) for s in DONE_STATES)
         row[2] += states.get("processing", 0)
         row[3] += states.get("erred", 0)
+    for prefix in compat.executing_prefixes(dask_scheduler):
+        if prefix in progress:
+            progress[prefix][4] += 1
+    for row in progress.values():
+        row[4] = min(row[4], row[2])  # a heartbeat may name a task that has finished since
     return {
         "index": index,
         "tasks": tasks,

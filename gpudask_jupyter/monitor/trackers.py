@@ -185,7 +185,9 @@ class ClusterTracker:
             self.tasks.append(rect["stop"], rect)
         self.progress = sorted(
             (
-                PrefixProgress(prefix=name, total=r[0], done=r[1], processing=r[2], erred=r[3])
+                PrefixProgress(
+                    prefix=name, total=r[0], done=r[1], processing=r[2], erred=r[3], running=r[4]
+                )
                 for name, r in result["progress"].items()
             ),
             key=lambda p: (p["done"] >= p["total"], p["prefix"]),
@@ -235,7 +237,12 @@ class ClusterTracker:
         self.workers = workers
         self.progress = [
             PrefixProgress(
-                prefix=p["prefix"], total=p["total"], done=p["done"], processing=0, erred=p["erred"]
+                prefix=p["prefix"],
+                total=p["total"],
+                done=p["done"],
+                processing=0,
+                erred=p["erred"],
+                running=0,
             )
             for p in self.progress
         ]

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypedDict
 
 from .. import config
 
-VERSION = 2
+VERSION = 3
 """Frames of another version are refused by the view, with a message."""
 
 
@@ -164,6 +164,10 @@ class PrefixProgress(TypedDict):
     done: int
     """In memory, released or forgotten after running."""
     processing: int
+    """Given to a worker: running there or waiting for one of its threads."""
+    running: int
+    """Running on a worker thread now, from the workers' heartbeats: never more than their
+    threads, so the view can say "running" of these and "waiting" of the rest."""
     erred: int
 
 

@@ -132,8 +132,10 @@ def _progress_lines(frame: Frame) -> list[str]:
     lines = ["Progress by task prefix:"]
     for row in progress[:MAX_ROWS]:
         line = f"  {row['prefix']}: {row['done']} / {row['total']} done"
-        if row["processing"]:
-            line += f", {row['processing']} running"
+        if row["running"]:
+            line += f", {row['running']} running"
+        if row["processing"] > row["running"]:
+            line += f", {row['processing'] - row['running']} waiting for a thread"
         if row["erred"]:
             line += f", {row['erred']} failed"
         lines.append(line)

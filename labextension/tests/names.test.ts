@@ -5,6 +5,7 @@ describe('readable names', () => {
   it('keeps words, drops hashes and tuple syntax', () => {
     expect(readablePrefix('make-events')).toBe('make-events');
     expect(readablePrefix('getitem')).toBe('getitem');
+    expect(readablePrefix('finalize-hlgfinalizecompute')).toBe('finalize'); // dask's class name
     expect(readablePrefix('sum-aggregate-5bb0c4a77d1b2a3c9e')).toBe('sum-aggregate');
     expect(readablePrefix("('shuffle-transfer-4bb9d94e34225c84e91a627011f9a080', 5)")).toBe(
       'shuffle-transfer'

@@ -209,7 +209,7 @@ describe('a stopped cluster stays', () => {
       emptyState(),
       frame({
         tasks: [task(T0 - 2, T0 - 1)],
-        progress: [{ prefix: 'sum', total: 1, done: 1, processing: 0, erred: 0 }]
+        progress: [{ prefix: 'sum', total: 1, done: 1, processing: 0, erred: 0, running: 0 }]
       })
     );
 

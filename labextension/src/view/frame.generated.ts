@@ -4,7 +4,7 @@
  */
 
 /** Frames of another version are refused by the view, with a message. */
-export const VERSION = 2;
+export const VERSION = 3;
 
 /** The per-device values of a sample, in their order on the wire (DeviceReading). */
 export const SAMPLE_FIELDS = [
@@ -144,7 +144,13 @@ export interface PrefixProgress {
   total: number;
   /** In memory, released or forgotten after running. */
   done: number;
+  /** Given to a worker: running there or waiting for one of its threads. */
   processing: number;
+  /**
+   * Running on a worker thread now, from the workers' heartbeats: never more than their threads, so
+   * the view can say "running" of these and "waiting" of the rest.
+   */
+  running: number;
   erred: number;
 }
 

@@ -1,6 +1,11 @@
 /**
  * The task stream's legend (prefix colours, then transfer, spill, deserialisation and errors in
  * their own colours) and "Recent work": what ran in the window, by prefix, in words.
+ *
+ * Both rank by the time the tasks took, not by how recently they ran: the reader asks what took
+ * the time, and a one-task reduction that finished last must not push a long load out of view.
+ * What does not fit is counted ("and 3 more"), its names in the tooltip, so the legend covers
+ * every colour drawn.
  */
 import { LegendEntry, actionLegend } from './colors';
 import { el, safeColor } from './dom';
@@ -8,23 +13,22 @@ import { TaskRect } from './frame';
 import { formatSeconds } from './format';
 import { readablePrefix } from './names';
 
-export const MAX_PREFIXES = 12;
-export const RECENT_ROWS = 6;
+export const MAX_PREFIXES = 16;
+export const RECENT_ROWS = 8;
 
-/** Compute prefixes with their colour, the most recently active first. */
+/** Compute prefixes with their colour, the one whose tasks took the most time first. */
 export function legendPrefixes(
   rects: TaskRect[],
   colors: ReadonlyMap<string, string>
 ): LegendEntry[] {
-  const newest = new Map<string, number>();
+  const busy = new Map<string, number>();
   for (const rect of rects) {
     if (rect.action === 'compute' && !rect.error) {
-      newest.set(rect.prefix, Math.max(newest.get(rect.prefix) ?? -Infinity, rect.stop));
+      busy.set(rect.prefix, (busy.get(rect.prefix) ?? 0) + Math.max(0, rect.stop - rect.start));
     }
   }
-  return [...newest.entries()]
+  return [...busy.entries()]
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
-    .slice(0, MAX_PREFIXES)
     .map(([prefix]) => ({ label: prefix, color: colors.get(prefix) ?? '#888888' }));
 }
 
@@ -39,12 +43,8 @@ export interface RecentRow {
   lastStop: number;
 }
 
-/** What ran among `rects`, by prefix (compute) or action (the rest), the latest first. */
-export function recentWork(
-  rects: TaskRect[],
-  colors: ReadonlyMap<string, string>,
-  rows = RECENT_ROWS
-): RecentRow[] {
+/** What ran among `rects`, by prefix (compute) or action (the rest), the longest in all first. */
+export function recentWork(rects: TaskRect[], colors: ReadonlyMap<string, string>): RecentRow[] {
   const groups = new Map<string, RecentRow>();
   for (const rect of rects) {
     const name = rect.action === 'compute' ? readablePrefix(rect.prefix) : rect.action;
@@ -62,17 +62,28 @@ export function recentWork(
     row.busy += Math.max(0, rect.stop - rect.start);
     row.lastStop = Math.max(row.lastStop, rect.stop);
   }
-  return [...groups.values()]
-    .sort((a, b) => b.lastStop - a.lastStop || (a.name < b.name ? -1 : 1))
-    .slice(0, rows);
+  return [...groups.values()].sort(
+    (a, b) => b.busy - a.busy || b.lastStop - a.lastStop || (a.name < b.name ? -1 : 1)
+  );
 }
 
-/** "16 tasks · 52.1 ms each · 2 failed". */
+/** "16 tasks · 834 ms in all · 52.1 ms each · 2 failed". */
 export function recentText(row: RecentRow): string {
   const noun = row.count === 1 ? 'task' : 'tasks';
   const each = formatSeconds(row.busy / Math.max(1, row.count));
   const failed = row.errors > 0 ? ` · ${row.errors} failed` : '';
-  return `${row.count} ${noun} · ${each} each${failed}`;
+  const total = row.count > 1 ? ` · ${formatSeconds(row.busy)} in all` : '';
+  return `${row.count} ${noun}${total} · ${each} each${failed}`;
+}
+
+/** "and 3 more" for what a list leaves out, its names in `title`; null when nothing is. */
+function moreItem(names: string[], className: string): HTMLElement | null {
+  if (names.length === 0) {
+    return null;
+  }
+  const node = el('span', className, `and ${names.length} more`);
+  node.title = names.join(', ');
+  return node;
 }
 
 function swatch(color: string, error = false): HTMLElement {
@@ -92,12 +103,17 @@ export class Legend {
       node.append(swatch(entry.color, entry.error), document.createTextNode(name));
       return node;
     };
-    const prefixes = legendPrefixes(rects, colors).map(e => item(e, readablePrefix(e.label)));
+    const all = legendPrefixes(rects, colors);
+    const prefixes = all.slice(0, MAX_PREFIXES).map(e => item(e, readablePrefix(e.label)));
+    const more = moreItem(
+      all.slice(MAX_PREFIXES).map(e => readablePrefix(e.label)),
+      'gpudask-legend-item gpudask-muted'
+    );
     const actions = actionLegend(rects).map(e => item(e, e.label));
     const fixed = el('div', 'gpudask-legend-actions');
     fixed.append(...actions);
     const named = el('div', 'gpudask-legend-prefixes');
-    named.append(...prefixes);
+    named.append(...prefixes, ...(more ? [more] : []));
     this.node.replaceChildren(named, fixed);
   }
 }
@@ -110,9 +126,14 @@ export class RecentWork {
   }
 
   update(rects: TaskRect[], colors: ReadonlyMap<string, string>): void {
-    const rows = recentWork(rects, colors);
+    const all = recentWork(rects, colors);
+    const rows = all.slice(0, RECENT_ROWS);
     this.node.hidden = rows.length === 0;
-    const title = el('h3', 'gpudask-section-title', 'Recent work (in the window)');
+    const title = el('h3', 'gpudask-section-title', 'Recent work (in the window), longest first');
+    const more = moreItem(
+      all.slice(RECENT_ROWS).map(row => row.name),
+      'gpudask-recent-row gpudask-muted'
+    );
     this.node.replaceChildren(
       title,
       ...rows.map(row => {
@@ -125,7 +146,8 @@ export class RecentWork {
           name.firstElementChild?.classList.add('gpudask-swatch-error'); // only failures: black
         }
         return line;
-      })
+      }),
+      ...(more ? [more] : [])
     );
   }
 }

@@ -8,6 +8,9 @@ const HASH = /[0-9a-f]{12,}/gi;
 /** A trailing "-<hash>" or "_<hash>" that key_split would have dropped. */
 const TRAILING_HASH = /[-_][0-9a-f]{8,}$/i;
 const TUPLE_HEAD = /^\(\s*['"]([^'"]*)['"]/;
+/** The name of dask's expression class that gathers a collection's result, which key_split
+ * keeps ("finalize-hlgfinalizecompute"): the reader knows the step as "finalize". */
+const INTERNAL_SUFFIX = /-hlgfinalizecompute$/i;
 export const MAX_NAME = 40;
 
 function ellipsize(text: string, max: number): string {
@@ -24,6 +27,7 @@ export function readablePrefix(prefix: string): string {
   while (TRAILING_HASH.test(name)) {
     name = name.replace(TRAILING_HASH, '');
   }
+  name = name.replace(INTERNAL_SUFFIX, '');
   name = name.replace(HASH, h => `${h.slice(0, 6)}…`);
   return ellipsize(name || prefix, MAX_NAME);
 }

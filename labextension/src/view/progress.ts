@@ -1,6 +1,8 @@
 /**
- * Progress per task prefix: a done/total bar with the running and failed counts, readable
- * names in the task stream's colours; what is under way first, at most MAX_ROWS rows.
+ * Progress per task prefix: a done/total bar with the running, waiting and failed counts,
+ * readable names in the task stream's colours; what is under way first, at most MAX_ROWS rows.
+ * "Running" is what the workers said they run (never more than their threads); the rest of what
+ * the scheduler gave them waits there for a thread, and is said so.
  */
 import { bar, el, safeColor, setBar } from './dom';
 import { PrefixProgress } from './frame';
@@ -18,11 +20,15 @@ export function progressOrder(progress: PrefixProgress[]): PrefixProgress[] {
     .map(({ p }) => p);
 }
 
-/** "12 / 32 · 4 running · 1 failed". */
+/** "12 / 32 · 4 running · 6 waiting · 1 failed". */
 export function progressCaption(p: PrefixProgress): string {
   const parts = [`${p.done} / ${p.total}`];
-  if (p.processing > 0) {
-    parts.push(`${p.processing} running`);
+  const running = Math.min(p.running, p.processing);
+  if (running > 0) {
+    parts.push(`${running} running`);
+  }
+  if (p.processing > running) {
+    parts.push(`${p.processing - running} waiting`);
   }
   if (p.erred > 0) {
     parts.push(`${p.erred} failed`);
