@@ -1,5 +1,13 @@
+// @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import { gpuSeries, memoryCeiling, readout } from '../src/view/gpucharts';
+import {
+  chartKey,
+  gpuColor,
+  gpuSeries,
+  memoryCeiling,
+  memoryTitle,
+  readout
+} from '../src/view/gpucharts';
 import { applyFrame, emptyState } from '../src/view/state';
 import { T0, device, frame, gpuSample } from './fixtures';
 
@@ -36,12 +44,32 @@ describe('GPU chart data', () => {
     expect(series.cluster[1]).toEqual([null, null, null, 3 * gib]); // reported at T0
   });
 
-  it('tops the memory axis at the largest GPU', () => {
+  it('tops the memory axis just above the use, so that a little use is readable', () => {
     const series = gpuSeries(state(), devices, { start: T0 - 40, end: T0 });
-    expect(memoryCeiling(devices, series)).toBe(140 * gib);
-    expect(memoryCeiling([device('x', { memory_total: null })], { ...series, used: [[5]] })).toBe(
-      gib
-    );
+    expect(memoryCeiling(devices, series)).toBe(8 * gib); // 5 GiB used of 140: the axis ends at 8
+    const little = { ...series, used: [[1.5 * gib]], cluster: [[null]] };
+    expect(memoryCeiling(devices, little)).toBe(2 * gib);
+    const full = { ...series, used: [[130 * gib]], cluster: [[null]] };
+    expect(memoryCeiling(devices, full)).toBe(140 * gib); // never above what the GPU has
+    const none = { ...series, used: [[null]], cluster: [[null]] };
+    expect(memoryCeiling([device('x', { memory_total: null })], none)).toBe(128 * 2 ** 20);
+  });
+
+  it("states the GPUs' memory in the title and keys each GPU's line", () => {
+    expect(memoryTitle(devices)).toBe('GPU memory of 140 GiB each (dashed: held by this cluster)');
+    const mixed = [device('a'), device('b', { memory_total: 80 * gib })];
+    expect(memoryTitle(mixed)).toBe('GPU memory of 80 GiB–140 GiB (dashed: held by this cluster)');
+    const key = chartKey(devices);
+    const items = [...key.querySelectorAll('.gpudask-legend-item')];
+    expect(items.map(i => i.textContent)).toEqual([
+      'GPU 0',
+      'GPU 1',
+      "this cluster's share (memory)"
+    ]);
+    const lines = [...key.querySelectorAll<HTMLElement>('.gpudask-key-line')];
+    expect(lines[0].style.borderTopColor).not.toBe(lines[1].style.borderTopColor);
+    expect(gpuColor(0)).not.toBe(gpuColor(1));
+    expect(lines[2].classList.contains('gpudask-key-dashed')).toBe(true);
   });
 
   it('reads values at the pointer, or the latest', () => {

@@ -63,6 +63,33 @@ def _element_shot(page: Any, selector: str, name: str) -> None:
     page.locator(selector).first.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
+def _stopped_view_keeps_its_gpus(page: Any, scope: str, gpus: int) -> None:
+    """After a stop the work is greyed, but the GPUs are still measured: their charts keep one
+    colour per GPU, named in the key; the memory chart's title says how much each GPU has."""
+    page.wait_for_selector(f"{scope} .gpudask-view.gpudask-stopped", timeout=30_000)
+    seen = page.evaluate(
+        """scope => {
+            const v = document.querySelector(scope + ' .gpudask-view');
+            const filter = sel => getComputedStyle(v.querySelector(sel)).filter;
+            return {
+                gpu: filter('.gpudask-gpu-charts .uplot canvas'),
+                stream: filter('.gpudask-stream .uplot canvas'),
+                key: [...v.querySelectorAll('.gpudask-chart-key .gpudask-legend-item')]
+                    .map(n => n.textContent),
+                colors: [...v.querySelectorAll('.gpudask-chart-key .gpudask-key-line')]
+                    .map(n => getComputedStyle(n).borderTopColor),
+                titles: [...v.querySelectorAll('.gpudask-chart-title')].map(n => n.textContent),
+            };
+        }""",
+        scope,
+    )
+    assert seen["gpu"] == "none", seen
+    assert "grayscale" in seen["stream"], seen
+    assert seen["key"][:gpus] == [f"GPU {i}" for i in range(gpus)], seen
+    assert len(set(seen["colors"][:gpus])) == gpus, seen
+    assert any(t.startswith("GPU memory of ") and "each" in t for t in seen["titles"]), seen
+
+
 def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: Any) -> None:
     gpus = _gpus()
     page = open_page(browser, 1600, 1800)  # tall: element screenshots show whole views
@@ -72,6 +99,7 @@ def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: An
     drawn = wait_drawn(page, PANEL, gpu_lines=gpus)
     assert int(drawn["devices"]) == gpus
     assert drawn["liveness"] == "live"
+    _stopped_view_keeps_its_gpus(page, PANEL, gpus)
     tooltip = hover_task(page, PANEL)
     for word in ("key ", "worker ", "thread ", "start ", "duration "):
         assert word in tooltip, tooltip
@@ -88,6 +116,7 @@ def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: An
     _open_sidebar(page)
     drawn = wait_drawn(page, SIDEBAR, gpu_lines=gpus)
     assert int(drawn["devices"]) == gpus
+    _stopped_view_keeps_its_gpus(page, SIDEBAR, gpus)
     charts = page.evaluate(
         """scope => [...document.querySelectorAll(scope + ' .uplot')]
             .map(c => c.dataset.plotLeft + '/' + c.dataset.plotWidth)""",

@@ -106,11 +106,40 @@ export function axisBytes(bytes: number): string {
   return bytes <= 0 ? '0' : `${Math.round(bytes)} B`;
 }
 
-/** The largest memory a device of `devices` has (the memory chart's top), at least 1 GiB. */
+/** The largest memory a device of `devices` has (0: none reported). */
+export function memoryCapacity(devices: DeviceInfo[]): number {
+  return Math.max(0, ...devices.map(d => d.memory_total ?? 0));
+}
+
+/**
+ * The memory axis's top: the first power of two (from 128 MiB) above what any GPU uses in the
+ * window, so that 1.5 GiB of a 140 GiB GPU reads as a line and not as the floor, and the middle
+ * tick is round too; never above the largest GPU's memory, which the chart's title states.
+ */
 export function memoryCeiling(devices: DeviceInfo[], series: GpuSeries): number {
-  const totals = devices.map(d => d.memory_total ?? 0);
-  const used = series.used.flat().map(v => v ?? 0);
-  return Math.max(2 ** 30, ...totals, ...used);
+  const values = [...series.used.flat(), ...series.cluster.flat()];
+  const used = Math.max(0, ...values.map(v => v ?? 0));
+  let top = 2 ** 27;
+  while (top < used * 1.1) {
+    top *= 2;
+  }
+  const capacity = memoryCapacity(devices);
+  return capacity > 0 && capacity >= used ? Math.min(top, capacity) : top;
+}
+
+/** The memory chart's title: what the dashes mean and what the GPUs hold in all. */
+export function memoryTitle(devices: DeviceInfo[]): string {
+  const reported = devices
+    .map(d => d.memory_total)
+    .filter((v): v is number => typeof v === 'number');
+  const totals = [...new Set(reported)];
+  const of =
+    totals.length === 0
+      ? ''
+      : totals.length === 1
+        ? ` of ${formatBytes(totals[0])}${devices.length > 1 ? ' each' : ''}`
+        : ` of ${formatBytes(Math.min(...totals))}–${formatBytes(Math.max(...totals))}`;
+  return `GPU memory${of} (dashed: held by this cluster)`;
 }
 
 /** "GPU 0 85 % · GPU 1 12 %" at index `idx` of the series (null: the latest). */
@@ -137,7 +166,25 @@ function aligned(xs: number[], ys: (number | null)[][]): uPlot.AlignedData {
 
 interface Chart {
   plot: uPlot;
+  heading: HTMLElement;
   readout: HTMLElement;
+}
+
+/** Which line is which GPU: its colour as a short line and its title; the dashes' meaning. */
+export function chartKey(devices: DeviceInfo[]): HTMLElement {
+  const key = el('div', 'gpudask-chart-key');
+  key.setAttribute('aria-label', 'Key of the GPU charts');
+  const item = (text: string, color: string, dashed: boolean): HTMLElement => {
+    const node = el('span', 'gpudask-legend-item');
+    const line = el('span', dashed ? 'gpudask-key-line gpudask-key-dashed' : 'gpudask-key-line');
+    line.style.borderTopColor = color;
+    line.setAttribute('aria-hidden', 'true');
+    node.append(line, document.createTextNode(text));
+    return node;
+  };
+  key.append(...devices.map((d, i) => item(deviceTitle(d), gpuColor(i), false)));
+  key.append(item("this cluster's share (memory)", 'currentColor', true));
+  return key;
 }
 
 export class GpuCharts {
@@ -169,6 +216,9 @@ export class GpuCharts {
       this.build(devices, width);
       this.signature = signature;
     }
+    if (this.memory) {
+      setText(this.memory.heading, memoryTitle(devices));
+    }
     for (const chart of [this.util, this.memory]) {
       if (chart && chart.plot.width !== Math.floor(width)) {
         chart.plot.setSize({ width: Math.floor(width), height: CHART_HEIGHT });
@@ -193,6 +243,7 @@ export class GpuCharts {
 
   private build(devices: DeviceInfo[], width: number): void {
     this.destroy();
+    this.node.append(chartKey(devices));
     const lines = (label: (d: DeviceInfo) => string, dash?: number[]): uPlot.Series[] =>
       devices.map((d, i) => ({
         label: label(d),
@@ -208,7 +259,7 @@ export class GpuCharts {
       values: (_u: uPlot, splits: number[]) => splits.map(v => `${v} %`)
     });
     this.memory = this.chart(
-      'GPU memory (dashed: held by this cluster)',
+      memoryTitle(devices),
       width,
       [...lines(d => `${deviceTitle(d)} used`), ...lines(d => `${deviceTitle(d)} cluster`, [4, 3])],
       {
@@ -256,7 +307,7 @@ export class GpuCharts {
       plotHost
     );
     attachPointer(plot, this.parts);
-    return { plot, readout: readoutNode };
+    return { plot, heading, readout: readoutNode };
   }
 
   private showReadouts(idx: number | null): void {

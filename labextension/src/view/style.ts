@@ -168,7 +168,15 @@ export const CSS = `
 .gpudask-view .uplot { font-family: inherit; width: auto; }
 .gpudask-view .u-select { background: rgba(128, 128, 128, 0.2); }
 .gpudask-readout { font-size: 0.92em; min-height: 1.3em; font-variant-numeric: tabular-nums; }
-.gpudask-stopped .uplot canvas, .gpudask-stopped .gpudask-bar-track { filter: grayscale(1); opacity: 0.6; }
+.gpudask-chart-key { display: flex; flex-wrap: wrap; gap: 2px 12px; font-size: 0.92em; }
+.gpudask-key-line {
+  display: inline-block; flex: none; width: 1.4em; margin-right: 4px; border-top: 2px solid;
+}
+.gpudask-key-dashed { border-top-style: dashed; }
+/* a stopped cluster's work is greyed; the GPUs are still measured, so they keep their colours */
+.gpudask-stopped .gpudask-stream .uplot canvas,
+.gpudask-stopped .gpudask-progress .gpudask-bar-track,
+.gpudask-stopped .gpudask-workers .gpudask-bar-track { filter: grayscale(1); opacity: 0.6; }
 .gpudask-tooltip {
   position: absolute; z-index: 10; max-width: min(320px, 90%); padding: 4px 8px;
   pointer-events: none; font-size: 0.92em;
