@@ -48,13 +48,17 @@ def dask_client() -> Iterator[Any]:
         cluster.close()
 
 
-def monitor_for(client: Any) -> Monitor:
-    source = Source(
+def source_for(client: Any) -> Source:
+    return Source(
         token=client,
         caller=lambda: ClientCaller(client),
         mode="cpu",
         address=client.scheduler.address,
     )
+
+
+def monitor_for(client: Any) -> Monitor:
+    source = source_for(client)
     return Monitor(lambda: {"c": source})
 
 
@@ -487,3 +491,125 @@ def test_the_polling_function_is_pickled_once_and_sent_as_bytes(monkeypatch) -> 
     received = loads(sent)
     assert callable(received) and received.__name__ == "poll"
     assert received is not scheduler_probe.poll  # rebuilt from the bytes: by value
+
+
+# -- what the panel says happened ---------------------------------------------------------------
+
+
+def _local_cluster(n_workers: int) -> Any:
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=n_workers,
+        threads_per_worker=1,
+        processes=False,
+        dashboard_address=None,
+    )
+
+
+def test_workers_that_come_and_go_make_one_note_saying_where_things_stand() -> None:
+    """Scaling by four used to leave four boxes in the panel, and another per later change."""
+    from distributed import Client
+
+    with _local_cluster(2) as cluster, Client(cluster) as client:
+        sources = {"c": source_for(client)}
+        monitor = Monitor(lambda: dict(sources))
+        monitor.tick()
+        cluster.scale(6)
+        client.wait_for_workers(6, timeout=30)
+
+        def notes() -> list[str]:
+            monitor.tick()
+            return [m for m in monitor.frame("c")[0]["messages"] if "worker" in m]
+
+        assert _until(lambda: notes() and "(6 now)" in notes()[-1])
+        joined = notes()
+        assert len(joined) == 1 and joined[0].startswith("4 workers joined ("), joined
+        cluster.scale(5)
+        assert _until(lambda: "(5 now)" in notes()[-1])
+        left = notes()
+        assert len(left) == 1 and left[0].startswith("worker "), left
+        assert left[0].endswith("left the cluster (5 now)"), left
+        sources.clear()  # the kernel stopped it
+        assert notes() == []  # who came and went is no longer news
+        assert monitor.frame("c")[0]["cluster"]["state"] == "stopped"
+        monitor.stop()
+
+
+@pytest.mark.parametrize("on_purpose", [True, False])
+def test_a_scheduler_stopped_on_purpose_is_a_stop_not_a_lost_contact(on_purpose: bool) -> None:
+    """The sidebar asks the scheduler over a comm of its own. Between the kernel's stop (which
+    removes its registry entry first) closing the scheduler and the sidebar rereading the
+    registry, a poll fails; the source says the stop was asked for, so the view says stopped."""
+    from distributed import LocalCluster
+
+    from gpudask_jupyter.monitor.callers import CommCaller
+
+    stopping = threading.Event()
+    cluster = LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    address = cluster.scheduler_address
+    source = Source(
+        token=address,
+        caller=lambda: CommCaller(address, dict, 5),
+        mode="cpu",
+        address=address,
+        stopping=stopping.is_set if on_purpose else None,
+    )
+    monitor = Monitor(lambda: {"c": source})  # the source stays: the stop is under way
+
+    def state() -> str:
+        monitor.tick()
+        return str(monitor.frame("c")[0]["cluster"]["state"])
+
+    try:
+        assert _until(lambda: state() == "running")
+        stopping.set()
+        cluster.close()
+        assert _until(lambda: state() in {"stopped", "unreachable"})
+        frame, _ = monitor.frame("c")
+        lost = [m for m in frame["messages"] if "lost contact" in m]
+        if on_purpose:
+            assert frame["cluster"]["state"] == "stopped" and lost == [], frame["messages"]
+        else:  # the same failure without the word of the kernel: a warning, as before
+            assert frame["cluster"]["state"] == "unreachable" and lost, frame["messages"]
+    finally:
+        monitor.stop()
+        cluster.close()
+
+
+def test_the_kernels_stop_is_known_to_the_panel_and_the_sidebar(shell) -> None:
+    from gpudask_jupyter.cluster import session as cluster_session
+    from gpudask_jupyter.server.registry_monitor import RegistrySources
+    from gpudask_jupyter.widget import shared_monitor
+
+    shell.run_line_magic("gpu_cluster", "start --n-workers 1")
+    session = cluster_session.current()
+    assert session is not None
+    panel = shared_monitor.kernel_sources()[shared_monitor.KEY]
+    sidebar = RegistrySources()()[session.kernel_id]
+    assert panel.stopping is not None and sidebar.stopping is not None
+    assert not panel.stopping() and not sidebar.stopping()
+    shell.run_line_magic("gpu_cluster", "stop")
+    assert panel.stopping() and sidebar.stopping()
+    assert shared_monitor.kernel_sources() == {}
+
+
+def test_a_view_opened_later_shows_the_work_done_before_it_looked(shell) -> None:
+    from gpudask_jupyter.cluster import session as cluster_session
+    from gpudask_jupyter.server.registry_monitor import RegistrySources
+
+    shell.run_line_magic("gpu_cluster", "start --n-workers 1")
+    session = cluster_session.current()
+    assert session is not None
+    futures = session.client.map(slow_inc, range(5), key=[f"before-{i}" for i in range(5)])
+    session.client.gather(futures)
+    sidebar = Monitor(RegistrySources())  # the first look, after the work
+    try:
+        sidebar.tick(wait=10)
+        frame, _ = sidebar.frame(session.kernel_id)
+    finally:
+        sidebar.stop()
+        shell.run_line_magic("gpu_cluster", "stop")
+    assert sorted(t["key"] for t in frame["tasks"]) == [f"before-{i}" for i in range(5)]

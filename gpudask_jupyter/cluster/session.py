@@ -118,6 +118,7 @@ class ClusterSession:
         if opts.oversubscribe:
             session.cpu_workers_allowed = opts.n_workers
         session.pids.note(cluster)
+        _record_tasks(client)
         if access.dashboard is None:
             session._dashboard = ""  # the scheduler's HTTP port answers a health check only
         session._register()
@@ -175,6 +176,11 @@ class ClusterSession:
             target = self.cluster if self.cluster is not None else self.client
             self._dashboard = dashboard_link(target) or ""
         return self._dashboard or None
+
+    @property
+    def closing(self) -> bool:
+        """Being closed (or closed) by this kernel: what stops answering now was asked to."""
+        return self._closed
 
     @property
     def alive(self) -> bool:
@@ -319,6 +325,17 @@ class ClusterSession:
         self.main_guard.release()
         if _current is self:
             _set_current(None)
+
+
+def _record_tasks(client: Any) -> None:
+    """Have the new scheduler record its task stream from the start (see
+    :func:`..monitor.scheduler_probe.record_tasks`); without it a view shows less, no more."""
+    from ..monitor.scheduler_probe import record_tasks
+
+    try:
+        client.run_on_scheduler(record_tasks)
+    except Exception:
+        log.warning("the new scheduler does not record its task stream yet", exc_info=True)
 
 
 # -- the kernel's one session ---------------------------------------------------------------------

@@ -40,6 +40,13 @@ def worker_count(dask_scheduler: Any = None) -> int:
     return compat.worker_count(dask_scheduler)
 
 
+def record_tasks(dask_scheduler: Any = None) -> None:
+    """Start recording the task stream now. Runs inside the scheduler, when this kernel starts a
+    cluster: a panel or sidebar opened later then shows the work done before it looked, not only
+    what ran after its first poll (the recording is otherwise made on first read)."""
+    compat.task_stream_plugin(dask_scheduler)
+
+
 def poll(
     dask_scheduler: Any = None, cursor: int | None = None, limit: int = 5000
 ) -> dict[str, Any]:

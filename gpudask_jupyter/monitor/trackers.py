@@ -76,6 +76,9 @@ class Source:
     that joins its own workers to another scheduler passes their addresses here."""
     ended: str = ""
     """Set when the cluster's kernel is known to be gone (why, in words): the tracker stops."""
+    stopping: Callable[[], bool] | None = None
+    """Whether the cluster is being stopped on purpose (its kernel's ``stop``): a scheduler that
+    stops answering then is a stop, not a lost contact to warn about."""
 
     def is_ours(self, address: str) -> bool:
         if self.ours is not None:
@@ -89,6 +92,17 @@ class Note:
 
     time: float
     text: str
+    kind: str = ""
+    """Notes of one kind replace each other: the workers that came and went, the contact with
+    the scheduler. A panel shows where things stand, not a box per event."""
+
+
+def _changed(addresses: list[str], verb: str) -> str:
+    """ "worker tcp://… left the cluster", "3 workers joined (tcp://…, tcp://…, …)"."""
+    if len(addresses) == 1:
+        return f"worker {addresses[0]} {verb}"
+    named = ", ".join(addresses[:2]) + (", …" if len(addresses) > 2 else "")
+    return f"{len(addresses)} workers {verb} ({named})"
 
 
 def _describe(err: BaseException) -> str:
@@ -162,11 +176,12 @@ class ClusterTracker:
         self._next_retry = now + RETRY_SECONDS
         if not self.live:
             return
+        if self._stopping():
+            self.stop(now, "")
+            return
         self.close()  # reconnect on the next attempt
         if self.state == "running":
-            self.notes.append(
-                Note(now, f"lost contact with the scheduler at {self.source.address}")
-            )
+            self._note(now, f"lost contact with the scheduler at {self.source.address}", "contact")
             self.message = f"the scheduler at {self.source.address} does not answer"
         else:
             self.message = f"cannot reach the scheduler at {self.source.address}"
@@ -177,7 +192,7 @@ class ClusterTracker:
         self, now: float, result: dict[str, Any], hosts: set[str], local_names: dict[str, str]
     ) -> None:
         if self.state == "unreachable":
-            self.notes.append(Note(now, f"the scheduler at {self.source.address} answers again"))
+            self._note(now, f"the scheduler at {self.source.address} answers again", "contact")
         self.state, self.message = "running", ""
         self.answers += 1
         self._cursor = int(result["index"])
@@ -205,10 +220,12 @@ class ClusterTracker:
     ) -> None:
         view = read_workers(identities, hosts, local_names, self.source.is_ours)
         current = set(identities)
-        for gone in sorted(self._known - current):
-            self.notes.append(Note(now, f"worker {gone} left the cluster"))
-        for new in sorted(current - self._known) if self._known else ():
-            self.notes.append(Note(now, f"worker {new} joined"))
+        left = sorted(self._known - current)
+        joined = sorted(current - self._known) if self._known else []
+        if left or joined:
+            changes = [_changed(left, "left the cluster")] if left else []
+            changes += [_changed(joined, "joined")] if joined else []
+            self._note(now, f"{'; '.join(changes)} ({len(current)} now)", "workers")
         self._known = current
         self.workers = view.workers
         self.remote, self.remote_readings = view.remote, view.readings
@@ -221,12 +238,31 @@ class ClusterTracker:
                 None if processes is None else memory_by_device(self.local_pids, processes)
             )
 
+    def _note(self, now: float, text: str, kind: str) -> None:
+        """A note that replaces the earlier one of its kind."""
+        self._forget(kind)
+        self.notes.append(Note(now, text, kind))
+
+    def _forget(self, kind: str) -> None:
+        kept = [note for note in self.notes if note.kind != kind]
+        self.notes.clear()
+        self.notes.extend(kept)
+
+    def _stopping(self) -> bool:
+        stopping = self.source.stopping
+        try:
+            return stopping is not None and stopping()
+        except Exception:
+            log.debug("asking whether %s is stopping failed", self.source.address, exc_info=True)
+            return False
+
     def stop(self, now: float, why: str) -> None:
         """The source is gone: ask nothing more, keep the history, say when and why."""
         self.close()
         self.pending = None
         self.stopped_at = now
         self.state = "stopped"
+        self._forget("workers")  # who came and went no longer matters once all are gone
         self.message = why or "the cluster was stopped"
         self.remote_readings = {}
         workers = []

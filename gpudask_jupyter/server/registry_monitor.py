@@ -69,8 +69,16 @@ class RegistrySources:
             if self._kernels is not None:
                 pid = entry.pid if isinstance(entry.pid, int) else None
                 source.ended = self._kernels.gone(kernel_id, pid)
+            source.stopping = _entry_removed(kernel_id)
             sources[kernel_id] = source
         return sources
+
+
+def _entry_removed(kernel_id: str) -> Callable[[], bool]:
+    """Whether the kernel removed its entry: the first thing its ``stop`` does, before it closes
+    the scheduler, so a scheduler that stops answering after that was stopped on purpose."""
+    path = registry.path_for(kernel_id)
+    return lambda: not path.exists()
 
 
 def _source(entry: registry.Entry, ours: Callable[[str], bool] | None = None) -> Source:

@@ -28,7 +28,7 @@ def kernel_sources() -> dict[str, Source]:
     scheduler stopped answering stays (the panel says it is unreachable), one whose client was
     closed shows as closed."""
     session = cluster_session.current()
-    if session is None:
+    if session is None or session.closing:
         return {}
     try:
         source = Source(
@@ -39,6 +39,7 @@ def kernel_sources() -> dict[str, Source]:
             dashboard=session.dashboard_link,
             # a joined cluster: ours are the workers this kernel runs, looked up when asked
             ours=session.joined.owns if session.joined is not None else None,
+            stopping=lambda: session.closing or cluster_session.current() is not session,
         )
     except Exception:  # a session whose client broke meanwhile is as good as gone
         log.debug("the kernel's cluster cannot be described", exc_info=True)

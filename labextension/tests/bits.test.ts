@@ -44,6 +44,16 @@ describe('small pieces', () => {
     expect(stopped.text).toMatch(
       /^Cluster stopped at \d\d:\d\d:\d\d \(gpu, tcp:\/\/127\.0\.0\.1:8786\)/
     );
+    expect(stopped.text).toMatch(/: what this view saw of its work is kept below, greyed\.$/);
+    const empty = clusterText({ ...cluster, state: 'stopped', stopped_at: 0 }, 2, null, false);
+    expect(empty.text).toMatch(/: no task of it is left in the history\.$/);
+    const detached = { ...cluster, state: 'stopped' as const, stopped_at: 0, mode: 'attached' };
+    expect(clusterText(detached, 2, null).text).toMatch(
+      /^Detached at \d\d:\d\d:\d\d from the cluster at tcp:\/\/127\.0\.0\.1:8786, which may still run/
+    );
+    const left = clusterText({ ...detached, mode: 'joined' }, 2, null).text;
+    expect(left).toMatch(/^Left at .* \(this kernel's workers ended; the cluster may still run\)/);
+    expect(left).not.toContain('stopped');
     expect(clusterText(null, 0, 'Press Start.')).toEqual({ text: 'Press Start.', level: 'none' });
   });
 

@@ -48,9 +48,14 @@ def test_scale_and_stop_from_the_sidebar(lab: Lab, page: Any) -> None:
     lab.shut_down_kernels()
     run_all(page, lab, lab.notebook("controls.ipynb", CELLS), "WORKERS 1 ALIVE True")
     page.locator(f'.lm-TabBar-tab[data-id="{SIDEBAR[1:]}"]').click()
-    # (its task stream starts when the sidebar first looks: the cluster line is what counts)
     cluster = page.locator(f"{SIDEBAR} .gpudask-cluster")
     cluster.filter(has_text="Cluster running").wait_for(timeout=60_000)
+    # the 20 tasks ran before the sidebar first looked: the scheduler recorded them from the start
+    page.wait_for_function(
+        "s => Number(document.querySelector(s + ' .gpudask-view')?.dataset.taskRects) >= 20",
+        arg=SIDEBAR,
+        timeout=30_000,
+    )
     assert page.locator(f"{SIDEBAR} .gpudask-start").is_disabled()  # a cluster runs
 
     page.locator(f"{SIDEBAR} .gpudask-scale-input").fill("2")

@@ -26,7 +26,8 @@ export type ClusterLevel = 'ok' | 'warn' | 'error' | 'stopped' | 'none';
 export function clusterText(
   cluster: ClusterInfo | null,
   workers: number,
-  hint: string | null
+  hint: string | null,
+  tasksKept = true
 ): { text: string; level: ClusterLevel } {
   if (cluster === null) {
     return { text: hint ?? '', level: 'none' };
@@ -41,11 +42,19 @@ export function clusterText(
     case 'closed':
       return { text: `The cluster at ${where} is closed${why}`, level: 'warn' };
     case 'stopped': {
+      // an attached cluster is not stopped by a detach, nor a joined one by leaving it
       const at = cluster.stopped_at === null ? '' : ` at ${formatClock(cluster.stopped_at)}`;
-      return {
-        text: `Cluster stopped${at} (${cluster.mode}, ${where}): its last work is kept below, greyed.`,
-        level: 'stopped'
-      };
+      const kept = tasksKept
+        ? 'what this view saw of its work is kept below, greyed'
+        : 'no task of it is left in the history';
+      const what =
+        cluster.mode === 'attached'
+          ? `Detached${at} from the cluster at ${where}, which may still run: ${kept}.`
+          : cluster.mode === 'joined'
+            ? `Left${at} the cluster at ${where} (this kernel's workers ended; the cluster may ` +
+              `still run): ${kept}.`
+            : `Cluster stopped${at} (${cluster.mode}, ${where}): ${kept}.`;
+      return { text: what, level: 'stopped' };
     }
     default: {
       const count = `${workers} worker${workers === 1 ? '' : 's'}`;
@@ -74,8 +83,8 @@ export class ClusterLine {
     this.node.append(this.text, this.link, this.clear);
   }
 
-  update(cluster: ClusterInfo | null, workers: number, hint: string | null): void {
-    const { text, level } = clusterText(cluster, workers, hint);
+  update(cluster: ClusterInfo | null, workers: number, hint: string | null, tasks = 1): void {
+    const { text, level } = clusterText(cluster, workers, hint, tasks > 0);
     const href = cluster && cluster.state !== 'stopped' ? safeLink(cluster.dashboard) : null;
     const key = `${level}\n${text}\n${href ?? ''}`;
     if (key === this.key) {

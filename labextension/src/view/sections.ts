@@ -107,7 +107,7 @@ export class Sections {
 
   paint(input: PaintInput): Drawn {
     const { state, controls, width, colors, rects } = input;
-    this.cluster.update(state.cluster, state.workers.length, input.clusterHint);
+    this.cluster.update(state.cluster, state.workers.length, input.clusterHint, state.tasks.length);
     const reachable = input.liveness.kind !== 'gone';
     this.actions.show(state.cluster, state.workers.length, Date.now() / 1000, reachable);
     this.messages.update(
