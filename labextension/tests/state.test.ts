@@ -263,7 +263,19 @@ describe('a stopped cluster stays', () => {
     expect(state.cleared).toBeNull();
   });
 
-  it('marks the cluster stopped when its kernel goes', () => {
+  it('marks the cluster stopped when its kernel goes, with nothing left running', () => {
+    const busy = applyFrame(
+      emptyState(),
+      frame({
+        progress: [{ prefix: 'sum', total: 8, done: 1, processing: 6, erred: 0, running: 4 }]
+      })
+    );
+    expect(busy.workers.some(w => w.executing > 0)).toBe(true);
+    const dead = markStopped(busy, T0 + 7);
+    expect(dead.workers.map(w => w.executing)).toEqual(busy.workers.map(() => 0));
+    expect(dead.progress).toEqual([
+      { prefix: 'sum', total: 8, done: 1, processing: 0, erred: 0, running: 0 }
+    ]);
     const state = markStopped(running(), T0 + 7);
     expect(state.cluster).toMatchObject({ state: 'stopped', stopped_at: T0 + 7 });
     expect(markStopped(state, T0 + 9).cluster?.stopped_at).toBe(T0 + 7);

@@ -223,6 +223,13 @@ describe('anywidget front end', () => {
     await new Promise(r => requestAnimationFrame(r));
     expect(root()!.dataset.liveness).toBe('gone');
     expect(root()!.querySelector('.gpudask-messages')!.textContent).toContain('restarting');
+    statusChanged.emit('starting');
+    statusChanged.emit('idle'); // the restart is over: said in the past tense
+    await new Promise(r => requestAnimationFrame(r));
+    const text = root()!.querySelector('.gpudask-messages')!.textContent;
+    expect(text).toMatch(/The kernel restarted at \d\d:\d\d:\d\d: its cluster stopped with it/);
+    expect(text).not.toContain('restarting');
+    expect(root()!.dataset.liveness).toBe('gone');
   });
 
   it('says "not responding" when no frame comes for max(2 s, 3 intervals)', () => {

@@ -173,4 +173,16 @@ def test_a_kernel_restart_is_said_within_two_seconds(lab: Lab, page: Any) -> Non
         page.locator(f"{SIDEBAR} .gpudask-view").get_attribute("class") or ""
     )
     assert int(view_data(page, SIDEBAR)["taskRects"]) > 0
+    # once the restart is over the panel says so in the past tense, and nothing of the dead
+    # cluster is counted as running
+    page.wait_for_function(
+        """scope => {
+            const text = document.querySelector(scope + ' .gpudask-messages').textContent;
+            return !text.includes('is restarting');
+        }""",
+        arg=PANEL,
+        timeout=30_000,
+    )
+    panel = page.locator(f"{PANEL} .gpudask-view").first
+    assert " running" not in panel.locator(".gpudask-progress").inner_text()
     shot(page, "after-kernel-restart")

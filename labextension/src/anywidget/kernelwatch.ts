@@ -6,7 +6,7 @@
  * ("comm_live_update" is not used: ipywidgets fires it for a live comm too, and the proxy
  * anywidget gives a view cannot read which.)
  */
-import { Liveness, LIVE, kernelStatusText } from '../view/liveness';
+import { Liveness, LIVE, kernelStatusText, restartedText } from '../view/liveness';
 
 export const CLOSED_TEXT =
   'This panel is no longer connected to its kernel (the kernel restarted or shut down, or the ' +
@@ -60,6 +60,7 @@ export function watchKernel(
   now: () => number = () => Date.now() / 1000
 ): () => void {
   let ended = false; // restarted or dead: this panel's model is gone for good
+  let restarting = false;
   let disconnected = false;
   const closed = (): void => {
     ended = true;
@@ -69,7 +70,18 @@ export function watchKernel(
   const kernel = managerKernel(model);
   const onStatus = (_: unknown, status: string): void => {
     const text = kernelStatusText(status);
+    if (restarting && (status === 'idle' || status === 'busy')) {
+      // the restart is over: say so in the past tense, not "restarting" for ever
+      restarting = false;
+      onChange({
+        kind: 'gone',
+        text: `${restartedText(now())} This panel stopped: run its cell again.`,
+        at: now()
+      });
+      return;
+    }
     if (text !== null) {
+      restarting = status === 'restarting' || status === 'autorestarting';
       ended = true;
       onChange({
         kind: 'gone',

@@ -4,6 +4,7 @@
  * frames themselves: a live kernel sends one every interval, so none for max(2 s, 3 intervals)
  * means it is stuck, restarting or gone (`FrameWatchdog`).
  */
+import { formatClock } from './format';
 
 export type Liveness =
   | { kind: 'live' }
@@ -17,6 +18,12 @@ export const LIVE: Liveness = { kind: 'live' };
 /** Seconds without a frame after which a view says so. */
 export function staleAfter(interval: number): number {
   return Math.max(2, 3 * (Number.isFinite(interval) && interval > 0 ? interval : 1));
+}
+
+/** Said once a kernel that was restarting answers again: the restart is over, the panel is not
+ * (a widget's model does not survive its kernel). */
+export function restartedText(at: number): string {
+  return `The kernel restarted at ${formatClock(at)}: its cluster stopped with it.`;
 }
 
 /** What a kernel status (Kernel.Status or ConnectionStatus) means for the view; null: fine. */

@@ -215,5 +215,11 @@ export function markStopped(state: ViewState, at: number): ViewState {
   if (cluster === null || cluster.state === 'stopped') {
     return state;
   }
-  return { ...state, cluster: { ...cluster, state: 'stopped', stopped_at: at } };
+  // nothing runs on a cluster whose kernel went away: no worker or prefix keeps a running count
+  return {
+    ...state,
+    cluster: { ...cluster, state: 'stopped', stopped_at: at },
+    workers: state.workers.map(w => ({ ...w, executing: 0, ready: 0 })),
+    progress: state.progress.map(p => ({ ...p, processing: 0, running: 0 }))
+  };
 }
