@@ -144,15 +144,6 @@ def run_on_workers(client: Any, function: Any, timeout: float, *args: Any) -> di
     return result
 
 
-def prefix_color(prefix: str) -> str:
-    """The Dask dashboard's colour of a task prefix: ``distributed.utils.color_of`` (a hash into
-    ``distributed.utils.palette``, bokeh's Viridis18), which distributed uses for its own task
-    stream but does not document (distributed 2024.8 – 2026.8)."""
-    from distributed.utils import color_of
-
-    return str(color_of(prefix))
-
-
 # -- distributed, inside the scheduler ---------------------------------------------------------
 #
 # These run inside a Dask scheduler: :mod:`.monitor.scheduler_probe` calls them there, and both
@@ -176,6 +167,12 @@ def task_group_states(scheduler: Any) -> Iterator[tuple[str, Mapping[str, int]]]
     ``TaskGroup``), ``TaskGroup.states`` and ``TaskGroup.prefix.name``."""
     for group in list(scheduler.task_groups.values()):
         yield group.prefix.name, group.states
+
+
+def prefix_order(scheduler: Any) -> dict[str, int]:
+    """Each task prefix's place in the order the scheduler first saw them: the keys of
+    ``Scheduler.task_prefixes`` (name → ``TaskPrefix``), which only grows."""
+    return {name: i for i, name in enumerate(list(scheduler.task_prefixes))}
 
 
 def executing_prefixes(scheduler: Any) -> Iterator[str]:

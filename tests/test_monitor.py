@@ -613,3 +613,46 @@ def test_a_view_opened_later_shows_the_work_done_before_it_looked(shell) -> None
         sidebar.stop()
         shell.run_line_magic("gpu_cluster", "stop")
     assert sorted(t["key"] for t in frame["tasks"]) == [f"before-{i}" for i in range(5)]
+
+
+def test_every_view_of_a_cluster_gives_a_prefix_the_same_colour_neighbours_apart(shell) -> None:
+    """The kernel's panel and a sidebar opened later read colours from the scheduler's order of
+    prefixes: the same in both, consecutive prefixes in palette order (far apart by design)."""
+    from gpudask_jupyter.cluster import session as cluster_session
+    from gpudask_jupyter.schema.frame import PALETTE
+    from gpudask_jupyter.server.registry_monitor import RegistrySources
+    from gpudask_jupyter.widget import shared_monitor
+
+    shell.run_line_magic("gpu_cluster", "start --n-workers 1")
+    session = cluster_session.current()
+    assert session is not None
+    client = session.client
+    names = ["sum", "sum-aggregate", "chunk_sum", "load"]  # Dask's hash gives three one colour
+
+    def run(name: str) -> None:
+        client.gather(
+            client.map(slow_inc, range(2), delay=0, key=[f"{name}-{i}" for i in range(2)])
+        )
+
+    colors = []
+    try:
+        run(names[0])
+        run(names[1])
+        panel = Monitor(shared_monitor.kernel_sources)
+        panel.tick(wait=10)
+        run(names[2])
+        run(names[3])
+        sidebar = Monitor(RegistrySources())
+        for monitor, key in ((panel, shared_monitor.KEY), (sidebar, session.kernel_id)):
+            monitor.tick(wait=10)
+            frame, _ = monitor.frame(key)
+            monitor.stop()
+            seen = {t["prefix"]: t["color"] for t in frame["tasks"] if t["prefix"] in names}
+            seen.update(
+                {p["prefix"]: p["color"] for p in frame["progress"] if p["prefix"] in names}
+            )
+            colors.append(seen)
+    finally:
+        shell.run_line_magic("gpu_cluster", "stop")
+    assert colors[0] == colors[1]
+    assert [colors[0][n] for n in names] == PALETTE[:4]

@@ -84,7 +84,15 @@ def _frame(**changes: object) -> Frame:
         workers=[],
         tasks=[],
         progress=[
-            {"prefix": "matmul", "total": 8, "done": 5, "processing": 2, "erred": 1, "running": 1}
+            {
+                "prefix": "matmul",
+                "total": 8,
+                "done": 5,
+                "processing": 2,
+                "erred": 1,
+                "running": 1,
+                "color": "#3f69d3",
+            }
         ],
         processes=None,
         waiting=[{"resource": "GPU", "tasks": 3}],

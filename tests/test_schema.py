@@ -220,10 +220,12 @@ def test_task_colours_are_the_schemas() -> None:
     from gpudask_jupyter.monitor.taskstream import rectangles
 
     raw = [
-        ("w", 1, 0.0, 1.0, "transfer", "k", "k", False),
-        ("w", 1, 1.0, 2.0, "compute", "x-1", "x", True),
+        ("w", 1, 0.0, 1.0, "transfer", "k", "k", False, 0),
+        ("w", 1, 1.0, 2.0, "compute", "x-1", "x", True, 1),
+        ("w", 1, 2.0, 3.0, "compute", "y-1", "y", False, 13),
     ]
-    transfer, failed = rectangles(raw)
+    transfer, failed, computed = rectangles(raw)
     assert transfer["color"] == frame.ACTION_COLORS["transfer"]
     assert failed["color"] == frame.ERROR_COLOR
+    assert computed["color"] == frame.PALETTE[13 % len(frame.PALETTE)]
     assert set(frame.ACTION_COLORS) == set(typing.get_args(frame.Action)) - {"compute"}

@@ -61,10 +61,13 @@ def poll(
     if cursor is None or cursor > index:
         cursor = max(first, index - 200)  # a new reader sees the most recent tasks
     start = max(cursor, first, index - limit)
+    # a prefix's colour is its place in the scheduler's order: every reader gets the same one
+    order = compat.prefix_order(dask_scheduler)
     tasks = []
     for msg in itertools.islice(buffer, start - first, None):
         key = msg["key"]
         error = msg.get("status") != "OK"
+        prefix = key_split(key)
         for span in msg.get("startstops", ()):
             tasks.append(
                 (
@@ -74,14 +77,15 @@ def poll(
                     span["stop"],
                     span["action"],
                     str(key),
-                    key_split(key),
+                    prefix,
                     error,
+                    order.get(prefix, -1),
                 )
             )
-    # total, done, processing, erred, running
+    # total, done, processing, erred, running, place in the scheduler's order
     progress: dict[str, list[int]] = {}
     for prefix, states in compat.task_group_states(dask_scheduler):
-        row = progress.setdefault(prefix, [0, 0, 0, 0, 0])
+        row = progress.setdefault(prefix, [0, 0, 0, 0, 0, order.get(prefix, -1)])
         row[0] += sum(states.values())
         row[1] += sum(states.get(s, 0) for s in DONE_STATES)
         row[2] += states.get("processing", 0)

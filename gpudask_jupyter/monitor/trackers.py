@@ -38,7 +38,7 @@ from ..schema.frame import (
 )
 from . import callers, scheduler_probe
 from .callers import Caller
-from .taskstream import SeqBuffer, rectangles
+from .taskstream import SeqBuffer, prefix_color, rectangles
 from .workers import memory_by_device, read_workers
 
 log = logging.getLogger(__name__)
@@ -201,7 +201,13 @@ class ClusterTracker:
         self.progress = sorted(
             (
                 PrefixProgress(
-                    prefix=name, total=r[0], done=r[1], processing=r[2], erred=r[3], running=r[4]
+                    prefix=name,
+                    total=r[0],
+                    done=r[1],
+                    processing=r[2],
+                    erred=r[3],
+                    running=r[4],
+                    color=prefix_color(r[5]),
                 )
                 for name, r in result["progress"].items()
             ),
@@ -279,6 +285,7 @@ class ClusterTracker:
                 processing=0,
                 erred=p["erred"],
                 running=0,
+                color=p["color"],
             )
             for p in self.progress
         ]

@@ -126,6 +126,26 @@ class WorkerInfo(TypedDict):
     scheduler it attached to or joined."""
 
 
+PALETTE: list[str] = [
+    "#3f69d3",
+    "#986600",
+    "#009488",
+    "#5f7e00",
+    "#b156b7",
+    "#2896f5",
+    "#b84b00",
+    "#009957",
+    "#937cf1",
+    "#ac9000",
+    "#007f95",
+    "#e15e8e",
+]
+"""The colours of task prefixes (the n-th prefix the scheduler saw takes the n-th, cycling) and
+of GPUs (the n-th GPU of a view). Each has at least 3:1 contrast against both JupyterLab themes'
+backgrounds (WCAG AA for graphics); any two are told apart, any four in a row far apart, and none
+is near a fixed action colour. Dask's own per-prefix colours (Viridis) do not meet the contrast
+at either end. ``tests/test_palette.py`` checks these with a colour library."""
+
 Action = Literal["compute", "transfer", "disk-read", "disk-write", "deserialize"]
 """What a worker thread did during a task-stream rectangle."""
 
@@ -154,7 +174,8 @@ class TaskRect(TypedDict):
     prefix: str
     """The key's prefix, e.g. "read_parquet"."""
     color: str
-    """As "#rrggbb": by prefix for compute; fixed for transfer/disk/deserialize."""
+    """As "#rrggbb": by prefix for compute (the PALETTE colour of the prefix's place in the
+    scheduler's order, the same in every view of the cluster); fixed for the other actions."""
     error: bool
 
 
@@ -165,6 +186,8 @@ class PrefixProgress(TypedDict):
     """In memory, released or forgotten after running."""
     processing: int
     """Given to a worker: running there or waiting for one of its threads."""
+    color: str
+    """The prefix's colour, as its tasks' rectangles have it."""
     running: int
     """Running on a worker thread now, from the workers' heartbeats: never more than their
     threads, so the view can say "running" of these and "waiting" of the rest."""

@@ -1,78 +1,33 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ACTION_COLORS,
-  DASK_PALETTE,
-  ERROR_FILL,
-  MIN_GAP,
-  PrefixColors,
-  actionLegend,
-  fillOf,
-  pickColor,
-  prefixesByAppearance
-} from '../src/view/colors';
+import { ACTION_COLORS, ERROR_FILL, actionLegend, fillOf, prefixColors } from '../src/view/colors';
+import { PALETTE } from '../src/view/frame';
+import { GPU_COLORS } from '../src/view/gpucharts';
 import { T0, task } from './fixtures';
 
-const index = (color: string): number => DASK_PALETTE.indexOf(color.toUpperCase());
-
 describe('prefix colours', () => {
-  it("keeps the dashboard's colour when it is far from those in use", () => {
-    expect(pickColor('#FDE724', [])).toBe('#FDE724');
-    expect(pickColor('#440154', ['#FDE724'])).toBe('#440154');
-  });
-
-  it('moves a prefix off a colour (or a neighbour) already shown', () => {
-    // sum, sum-aggregate and chunk_sum all hash to #FDE724 in distributed
-    const first = pickColor('#FDE724', []);
-    const second = pickColor('#FDE724', [first]);
-    const third = pickColor('#FDE724', [first, second]);
-    expect(new Set([first, second, third]).size).toBe(3);
-    for (const [a, b] of [
-      [first, second],
-      [first, third],
-      [second, third]
-    ]) {
-      expect(Math.abs(index(a) - index(b))).toBeGreaterThanOrEqual(MIN_GAP);
-    }
-    // the neighbour of a colour in use is moved too
-    expect(
-      Math.abs(index(pickColor('#D7E219', ['#FDE724'])) - index('#FDE724'))
-    ).toBeGreaterThanOrEqual(MIN_GAP);
-  });
-
-  it('is deterministic and keeps a choice while the prefix is shown', () => {
+  it("takes each prefix's colour from the frames, so every view of a cluster agrees", () => {
     const rects = [
-      task(T0, T0 + 1, { prefix: 'sum', color: '#FDE724' }),
-      task(T0 + 1, T0 + 2, { prefix: 'sum-aggregate', color: '#FDE724' }),
-      task(T0 + 2, T0 + 3, { prefix: 'chunk_sum', color: '#FDE724' })
+      task(T0, T0 + 1, { prefix: 'sum', color: PALETTE[0] }),
+      task(T0 + 1, T0 + 2, { prefix: 'sum-aggregate', color: PALETTE[1] }),
+      task(T0 + 2, T0 + 3, { prefix: 'x', action: 'transfer', color: ACTION_COLORS.transfer }),
+      task(T0 + 3, T0 + 4, { prefix: 'bad', error: true, color: ERROR_FILL })
     ];
-    const a = new PrefixColors().update(rects);
-    const b = new PrefixColors().update([...rects].reverse());
-    expect([...a.entries()]).toEqual([...b.entries()]);
-    expect(new Set(a.values()).size).toBe(3);
-
-    const colors = new PrefixColors();
-    const before = new Map(colors.update(rects));
-    // a new prefix does not repaint the others
-    const after = colors.update([
-      ...rects,
-      task(T0 + 4, T0 + 5, { prefix: 'new', color: '#440154' })
+    const progress = [
+      { prefix: 'sum', total: 1, done: 1, processing: 0, erred: 0, running: 0, color: PALETTE[0] },
+      { prefix: 'later', total: 4, done: 0, processing: 2, erred: 0, running: 2, color: PALETTE[2] }
+    ];
+    // the inline panel and a view opened later (fewer rectangles) give the same answer
+    const inline = prefixColors(rects, progress);
+    const later = prefixColors([...rects].slice(1).reverse(), progress);
+    expect([...inline.entries()]).toEqual([
+      ['sum', PALETTE[0]],
+      ['sum-aggregate', PALETTE[1]],
+      ['later', PALETTE[2]]
     ]);
-    for (const [prefix, color] of before) {
-      expect(after.get(prefix)).toBe(color);
+    for (const [prefix, color] of later) {
+      expect(inline.get(prefix)).toBe(color);
     }
-    // a prefix gone from the view frees its colour
-    colors.update([rects[2]]);
-    expect([...colors.update([rects[2]]).keys()]).toEqual(['chunk_sum']);
-  });
-
-  it('orders prefixes by first start, compute tasks only', () => {
-    const rects = [
-      task(T0 + 5, T0 + 6, { prefix: 'b' }),
-      task(T0 + 1, T0 + 2, { prefix: 'a' }),
-      task(T0, T0 + 1, { prefix: 'x', action: 'transfer', color: ACTION_COLORS.transfer }),
-      task(T0, T0 + 1, { prefix: 'e', error: true })
-    ];
-    expect(prefixesByAppearance(rects).map(([p]) => p)).toEqual(['a', 'b']);
+    expect(GPU_COLORS).toBe(PALETTE); // one palette for prefixes and GPUs
   });
 
   it('fills errors black and other actions in their fixed colours', () => {

@@ -110,7 +110,7 @@ describe('legend and recent work', () => {
       processing = 0,
       erred = 0,
       running = processing
-    ) => ({ prefix, total, done, processing, erred, running });
+    ) => ({ prefix, total, done, processing, erred, running, color: '#3f69d3' });
     const ordered = progressOrder([
       p('done', 4, 4),
       p('todo', 4, 1),

@@ -34,7 +34,9 @@ describe('GpuDaskView', () => {
         workers: [worker('tcp://127.0.0.1:40001', EVIL)],
         samples: [gpuSample(T0, 50, 2 ** 30)],
         tasks: [task(T0 - 2, T0 - 1, { key: EVIL, prefix: EVIL })],
-        progress: [{ prefix: EVIL, total: 4, done: 1, processing: 2, erred: 1, running: 1 }],
+        progress: [
+          { prefix: EVIL, total: 4, done: 1, processing: 2, erred: 1, running: 1, color: '#3f69d3' }
+        ],
         messages: [EVIL]
       })
     );

@@ -209,7 +209,17 @@ describe('a stopped cluster stays', () => {
       emptyState(),
       frame({
         tasks: [task(T0 - 2, T0 - 1)],
-        progress: [{ prefix: 'sum', total: 1, done: 1, processing: 0, erred: 0, running: 0 }]
+        progress: [
+          {
+            prefix: 'sum',
+            total: 1,
+            done: 1,
+            processing: 0,
+            erred: 0,
+            running: 0,
+            color: '#3f69d3'
+          }
+        ]
       })
     );
 
@@ -267,14 +277,24 @@ describe('a stopped cluster stays', () => {
     const busy = applyFrame(
       emptyState(),
       frame({
-        progress: [{ prefix: 'sum', total: 8, done: 1, processing: 6, erred: 0, running: 4 }]
+        progress: [
+          {
+            prefix: 'sum',
+            total: 8,
+            done: 1,
+            processing: 6,
+            erred: 0,
+            running: 4,
+            color: '#3f69d3'
+          }
+        ]
       })
     );
     expect(busy.workers.some(w => w.executing > 0)).toBe(true);
     const dead = markStopped(busy, T0 + 7);
     expect(dead.workers.map(w => w.executing)).toEqual(busy.workers.map(() => 0));
     expect(dead.progress).toEqual([
-      { prefix: 'sum', total: 8, done: 1, processing: 0, erred: 0, running: 0 }
+      { prefix: 'sum', total: 8, done: 1, processing: 0, erred: 0, running: 0, color: '#3f69d3' }
     ]);
     const state = markStopped(running(), T0 + 7);
     expect(state.cluster).toMatchObject({ state: 'stopped', stopped_at: T0 + 7 });

@@ -16,6 +16,28 @@ export const SAMPLE_FIELDS = [
   'pcie_rx' // Bytes/s host to device (sampled every few seconds only).
 ] as const;
 
+/**
+ * The colours of task prefixes (the n-th prefix the scheduler saw takes the n-th, cycling) and of
+ * GPUs (the n-th GPU of a view). Each has at least 3:1 contrast against both JupyterLab themes'
+ * backgrounds (WCAG AA for graphics); any two are told apart, any four in a row far apart, and none
+ * is near a fixed action colour. Dask's own per-prefix colours (Viridis) do not meet the contrast
+ * at either end. `tests/test_palette.py` checks these with a colour library.
+ */
+export const PALETTE = [
+  '#3f69d3',
+  '#986600',
+  '#009488',
+  '#5f7e00',
+  '#b156b7',
+  '#2896f5',
+  '#b84b00',
+  '#009957',
+  '#937cf1',
+  '#ac9000',
+  '#007f95',
+  '#e15e8e'
+] as const;
+
 /** The colours of what is not a computation: the Dask dashboard's red, orange and grey. */
 export const ACTION_COLORS = {
   transfer: '#d9534f',
@@ -134,7 +156,10 @@ export interface TaskRect {
   key: string;
   /** The key's prefix, e.g. "read_parquet". */
   prefix: string;
-  /** As "#rrggbb": by prefix for compute; fixed for transfer/disk/deserialize. */
+  /**
+   * As "#rrggbb": by prefix for compute (the PALETTE colour of the prefix's place in the
+   * scheduler's order, the same in every view of the cluster); fixed for the other actions.
+   */
   color: string;
   error: boolean;
 }
@@ -146,6 +171,8 @@ export interface PrefixProgress {
   done: number;
   /** Given to a worker: running there or waiting for one of its threads. */
   processing: number;
+  /** The prefix's colour, as its tasks' rectangles have it. */
+  color: string;
   /**
    * Running on a worker thread now, from the workers' heartbeats: never more than their threads, so
    * the view can say "running" of these and "waiting" of the rest.

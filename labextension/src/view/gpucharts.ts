@@ -7,25 +7,15 @@
 import uPlot from 'uplot';
 import { ChartParts, attachPointer, baseOptions, boxHook, selectHook, yAxis } from './charts';
 import { el, markHeld, setText } from './dom';
-import { DeviceInfo, FIELD } from './frame';
+import { DeviceInfo, FIELD, PALETTE } from './frame';
 import { formatBytes, formatClock, formatPercent } from './format';
 import { ClusterMemoryPoint, ViewState } from './state';
 import { TimeRange } from './timewindow';
 import { deviceTitle } from './devices';
 
-/** One colour per GPU, the same in its summary row and its chart lines. */
-export const GPU_COLORS = [
-  '#1f77b4',
-  '#ff7f0e',
-  '#2ca02c',
-  '#d62728',
-  '#9467bd',
-  '#8c564b',
-  '#e377c2',
-  '#7f7f7f',
-  '#bcbd22',
-  '#17becf'
-];
+/** One colour per GPU, the same in its summary row and its chart lines: the palette the task
+ * prefixes use, for its contrast against both themes. */
+export const GPU_COLORS = PALETTE;
 export const CHART_HEIGHT = 96;
 
 export function gpuColor(index: number): string {

@@ -10,7 +10,7 @@
 import { ActionName, ActionResult } from './actions';
 import { Theme, readTheme } from './charts';
 import { ActionHost, ClusterActions } from './clusteractions';
-import { PrefixColors } from './colors';
+import { prefixColors } from './colors';
 import { Controls, DEFAULT_CONTROLS, normalizeControls } from './controls';
 import { el, holdHeights } from './dom';
 import { FrameWatchdog, LIVE, Liveness } from './liveness';
@@ -59,7 +59,6 @@ export class GpuDaskView {
   private resizeObserver: ResizeObserver | null = null;
   private disposed = false;
   private readonly watchdog: FrameWatchdog | null;
-  private readonly colors = new PrefixColors();
 
   private theme: Theme = { fg: '#333', grid: 'rgba(128, 128, 128, 0.3)' };
   private readonly actions: ClusterActions;
@@ -152,7 +151,6 @@ export class GpuDaskView {
   /** Forget every frame (another kernel in focus): the next frame should be a snapshot. */
   reset(): void {
     this.state = emptyState();
-    this.colors.reset();
     this.mode = { kind: 'follow' };
     this.actions.machine.clear();
     this.schedule();
@@ -247,7 +245,6 @@ export class GpuDaskView {
 
   private clear(): void {
     this.state = clearStopped(this.state);
-    this.colors.reset();
     this.actions.machine.clear();
     this.schedule();
   }
@@ -289,7 +286,7 @@ export class GpuDaskView {
       mode: this.mode,
       range: this.range,
       width,
-      colors: this.colors.update(state.tasks),
+      colors: prefixColors(state.tasks, state.progress),
       rects: tasksInRange(state.tasks, this.range)
     });
 
