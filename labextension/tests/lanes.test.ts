@@ -26,13 +26,30 @@ describe('lanes', () => {
       [worker(a, 'worker-10'), worker(b, 'worker-2')]
     );
     expect(lanes.map(l => l.label)).toEqual([
-      '10.0.0.1:5 #1',
+      '10.0.0.1:5′ #1', // not among the workers: it left
       'worker-2 #1',
       'worker-10 #1',
       'worker-10 #2'
     ]);
     expect(lanes[3]).toMatchObject({ worker: a, thread: 9 });
     expect(workerName('tls://h:1', [])).toBe('h:1');
+  });
+
+  it('tells apart the lanes of workers that left from their successors of the same name', () => {
+    // a Restart: workers 0 and 1 come back at new addresses; the old lanes keep their names
+    const old0 = 'tcp://127.0.0.1:41001';
+    const old1 = 'tcp://127.0.0.1:41002';
+    const new0 = 'tcp://127.0.0.1:42001';
+    const new1 = 'tcp://127.0.0.1:42002';
+    const rects = [old0, old1, new0, new1].map(w => task(0, 1, { worker: w }));
+    const names = { [old0]: '0', [old1]: '1' };
+    const lanes = assignLanes(rects, [worker(new0, '0'), worker(new1, '1')], names);
+    expect(lanes.map(l => l.label)).toEqual(['0 #1', '0′ #1', '1 #1', '1′ #1']);
+    expect(new Set(lanes.map(l => laneLabel(l.label))).size).toBe(4);
+    expect(lanes.map(l => laneLabel(l.label)).every(l => l.length <= 7)).toBe(true);
+    const hover = hoverLines(rects[0], lanes[1]);
+    expect(hover[2]).toBe(`worker 0′ (left the cluster; was ${old0})`);
+    expect(hover[3]).toBe('thread #1');
   });
 
   it('keeps rows readable, shrinking only for many lanes', () => {
@@ -49,7 +66,7 @@ describe('lanes', () => {
     );
     expect(laneTicks(lanes, ROW)).toEqual({ splits: [1.5, 0.5], labels: ['w #1', 'w #2'] });
     expect(laneTicks(lanes, MIN_ROW)).toEqual({ splits: [1.5], labels: ['w'] });
-    expect(laneLabel('a-very-long-worker-name #12')).toBe('a-v… #12');
+    expect(laneLabel('a-very-long-worker-name #12')).toBe('a-… #12');
   });
 
   it('finds the task under the pointer, or the nearest within the slack', () => {

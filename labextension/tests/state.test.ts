@@ -69,6 +69,30 @@ describe('applyFrame', () => {
     expect(state.cluster).toMatchObject({ state: 'stopped', stopped_at: T0 });
   });
 
+  it('remembers the names of workers that left, for the lanes of their tasks', () => {
+    const gone = 'tcp://127.0.0.1:41001';
+    const now = 'tcp://127.0.0.1:42001';
+    let state = applyFrame(
+      emptyState(),
+      frame({ workers: [worker(gone, '0')], tasks: [task(T0 - 2, T0 - 1, { worker: gone })] })
+    );
+    // a Restart: worker 0 is back at a new address; even a snapshot keeps the old name
+    state = applyFrame(
+      state,
+      frame({
+        time: T0 + 1,
+        workers: [worker(now, '0')],
+        tasks: [task(T0 - 2, T0 - 1, { worker: gone }), task(T0, T0 + 1, { worker: now })]
+      })
+    );
+    expect(state.workerNames).toEqual({ [gone]: '0', [now]: '0' });
+    const labels = assignLanes(state.tasks, state.workers, state.workerNames).map(l => l.label);
+    expect(labels).toEqual(['0 #1', '0′ #1']);
+    // the names of workers whose tasks are gone are forgotten
+    state = applyFrame(state, frame({ time: T0 + 2, workers: [worker(now, '0')], tasks: [] }));
+    expect(state.workerNames).toEqual({});
+  });
+
   it('replaces everything on a snapshot', () => {
     let state = applyFrame(emptyState(), frame({ samples: [gpuSample(T0, 10, 1)] }));
     state = applyFrame(state, frame({ time: T0 + 5, samples: [gpuSample(T0 + 5, 50, 5)] }));
@@ -180,7 +204,7 @@ describe('assignLanes', () => {
       task(0, 1, { worker: a, thread: 3 }),
       task(1, 2, { worker: a, thread: 7 }),
       task(0, 1, { worker: b, thread: 5 }),
-      task(0, 1, { worker: c, thread: 1 }) // not in workers: its address is its name
+      task(0, 1, { worker: c, thread: 1 }) // not in workers: it left, its address is its name
     ];
     const lanes = assignLanes(tasks, workers);
     // an address used as name (without its protocol) sorts before "worker-…"
@@ -192,7 +216,7 @@ describe('assignLanes', () => {
       [a, 7]
     ]);
     expect(lanes.map(l => l.label)).toEqual([
-      '10.0.0.3:1 #1',
+      '10.0.0.3:1′ #1',
       'worker-2 #1',
       'worker-2 #2',
       'worker-10 #1',

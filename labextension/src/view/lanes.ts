@@ -12,7 +12,15 @@ export interface Lane {
   thread: number;
   /** "<worker name> #<n>": n counts the worker's threads seen, from 1. */
   label: string;
+  /** The worker's name; a worker that left the cluster is marked "′" (a Scale or a Restart
+   * brings back workers of the same name at new addresses: their lanes must not look alike). */
+  name: string;
+  /** The worker is no longer in the cluster. */
+  gone: boolean;
 }
+
+/** The mark of a worker that left, after its name. */
+export const GONE_MARK = '′';
 
 /** Lane height in CSS px: readable (ROW) for a few lanes, shrinking to fit MAX_HEIGHT. */
 export const ROW = 18;
@@ -32,14 +40,27 @@ export function laneKey(worker: string, thread: number): string {
 // numeric: "worker-10" after "worker-2"; one fixed locale so the order is the same everywhere
 const collator = new Intl.Collator('en', { numeric: true });
 
-/** The name a worker goes by: its Dask name, else its address without the protocol. */
-export function workerName(address: string, workers: WorkerInfo[]): string {
-  const named = workers.find(w => w.address === address)?.name;
+/** The name a worker goes by: its Dask name (from the frames, or remembered in `names` for a
+ * worker that left), else its address without the protocol. */
+export function workerName(
+  address: string,
+  workers: WorkerInfo[],
+  names: Readonly<Record<string, string>> = {}
+): string {
+  const named = workers.find(w => w.address === address)?.name || names[address];
   return named || address.replace(/^[a-z]+:\/\//, '');
 }
 
-/** One lane per (worker, thread) that has rectangles, ordered by worker name then thread. */
-export function assignLanes(tasks: TaskRect[], workers: WorkerInfo[]): Lane[] {
+/**
+ * One lane per (worker, thread) that has rectangles, ordered by worker name (workers still in
+ * the cluster before those of the same name that left) then thread. `names` remembers the names
+ * of workers that left.
+ */
+export function assignLanes(
+  tasks: TaskRect[],
+  workers: WorkerInfo[],
+  names: Readonly<Record<string, string>> = {}
+): Lane[] {
   const threads = new Map<string, Set<number>>();
   for (const task of tasks) {
     let set = threads.get(task.worker);
@@ -49,10 +70,18 @@ export function assignLanes(tasks: TaskRect[], workers: WorkerInfo[]): Lane[] {
     }
     set.add(task.thread);
   }
-  const names = new Map([...threads.keys()].map(a => [a, workerName(a, workers)]));
-  const nameOf = (address: string): string => names.get(address) ?? address;
+  const current = new Set(workers.map(w => w.address));
+  const goneOf = (address: string): boolean => current.size > 0 && !current.has(address);
+  const named = new Map([...threads.keys()].map(a => [a, workerName(a, workers, names)]));
+  const nameOf = (address: string): string => {
+    const name = named.get(address) ?? address;
+    return goneOf(address) ? `${name}${GONE_MARK}` : name;
+  };
   const addresses = [...threads.keys()].sort(
-    (a, b) => collator.compare(nameOf(a), nameOf(b)) || collator.compare(a, b)
+    (a, b) =>
+      collator.compare(named.get(a) ?? a, named.get(b) ?? b) ||
+      Number(goneOf(a)) - Number(goneOf(b)) ||
+      collator.compare(a, b)
   );
   return addresses.flatMap(address =>
     [...(threads.get(address) ?? [])]
@@ -60,7 +89,9 @@ export function assignLanes(tasks: TaskRect[], workers: WorkerInfo[]): Lane[] {
       .map((thread, index) => ({
         worker: address,
         thread,
-        label: `${nameOf(address)} #${index + 1}`
+        label: `${nameOf(address)} #${index + 1}`,
+        name: nameOf(address),
+        gone: goneOf(address)
       }))
   );
 }
@@ -107,7 +138,9 @@ export function hoverLines(rect: TaskRect, lane: Lane | undefined): string[] {
   return [
     rect.error ? `${what}: failed` : what,
     `key ${shortKey(rect.key)}`,
-    `worker ${lane ? lane.label.replace(/ #\d+$/, '') : rect.worker}`,
+    lane
+      ? `worker ${lane.name}${lane.gone ? ` (left the cluster; was ${rect.worker})` : ''}`
+      : `worker ${rect.worker}`,
     `thread ${lane ? lane.label.replace(/^.* #/, '#') : rect.thread}`,
     `start ${formatClockPrecise(rect.start)}`,
     `duration ${formatSeconds(rect.stop - rect.start)}`

@@ -128,7 +128,7 @@ export class Sections {
     this.windowBar.show(input.mode, input.range);
     const drawn = noStream
       ? { rects: 0, lanes: 0 }
-      : this.stream.update(rects, state.workers, colors, width);
+      : this.stream.update(rects, state.workers, colors, width, state.workerNames);
     this.legend.update(rects, colors);
     this.progress.update(state.progress, colors);
     this.recent.update(rects, colors);

@@ -32,6 +32,9 @@ export interface ViewState extends Omit<Frame, 'version' | 'kind' | 'time' | 'nv
   clusterMemory: ClusterMemoryPoint[];
   /** The address of a stopped cluster the user cleared: its history is not shown again. */
   cleared: string | null;
+  /** Worker address -> name, for the workers of the tasks held: a worker that left keeps its
+   * name on its lanes. */
+  workerNames: Record<string, string>;
 }
 
 export interface ClusterMemoryPoint {
@@ -57,7 +60,8 @@ export function emptyState(): ViewState {
     messages: [],
     errors: [],
     clusterMemory: [],
-    cleared: null
+    cleared: null,
+    workerNames: {}
   };
 }
 
@@ -154,7 +158,8 @@ export function applyFrame(state: ViewState, value: unknown, limits: Limits = LI
       cutoff,
       limits.maxSamples
     ),
-    cleared: state.cleared
+    cleared: state.cleared,
+    workerNames: state.workerNames
   };
   const kept = keepStopped(state, next);
   // a stopped cluster's tasks stay whatever their age; a running one's follow the history
@@ -163,7 +168,21 @@ export function applyFrame(state: ViewState, value: unknown, limits: Limits = LI
     kept.cluster?.state === 'stopped' ? -Infinity : cutoff,
     limits.maxTasks
   );
+  kept.workerNames = rememberNames(state.workerNames, kept);
   return kept;
+}
+
+/** The names of the workers of `state`'s tasks: the frame's, else those remembered. */
+function rememberNames(known: Record<string, string>, state: ViewState): Record<string, string> {
+  const names: Record<string, string> = {};
+  const named = new Map(state.workers.map(w => [w.address, w.name]));
+  for (const task of state.tasks) {
+    const name = named.get(task.worker) || known[task.worker];
+    if (name && !(task.worker in names)) {
+      names[task.worker] = name;
+    }
+  }
+  return names;
 }
 
 /** `next`, keeping the cluster `prev` showed when the frames stopped naming it. */

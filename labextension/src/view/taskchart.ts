@@ -19,8 +19,8 @@ import { el } from './dom';
 import { TaskRect, WorkerInfo } from './frame';
 import { LABEL_ROW, Lane, assignLanes, hoverLines, laneKey, rowHeight, taskAt } from './lanes';
 
-/** The characters of a lane label that fit the left axis. */
-const LABEL_CHARS = 8;
+/** The characters of a lane label that fit the left axis (eight did not: the first was cut). */
+const LABEL_CHARS = 7;
 
 export function laneLabel(label: string): string {
   if (label.length <= LABEL_CHARS) {
@@ -79,11 +79,12 @@ export class TaskChart {
     rects: TaskRect[],
     workers: WorkerInfo[],
     colors: ReadonlyMap<string, string>,
-    width: number
+    width: number,
+    names: Readonly<Record<string, string>> = {}
   ): { rects: number; lanes: number } {
     this.rects = rects;
     this.colors = colors;
-    this.lanes = assignLanes(rects, workers);
+    this.lanes = assignLanes(rects, workers, names);
     this.index = new Map(this.lanes.map((lane, i) => [laneKey(lane.worker, lane.thread), i]));
     this.row = rowHeight(this.lanes.length);
     const height = Math.max(1, this.lanes.length) * this.row + X_AXIS_SIZE + PADDING_TOP;
