@@ -19,7 +19,23 @@ BIG = (
     "%%to_gpu -q\n"
     "import numpy as np\n"
     "big = np.ones(6 * 2**30 // 8)\n"  # 6 GiB: a transfer of a few tenths of a second
+    "print('MADE', flush=True)\n"
 )
+
+
+def _start_big(kc: Any) -> str:
+    """Run BIG and return once its array is made, so that the transfer is what runs next.
+
+    A fixed sleep let the interrupt land while ``np.ones`` was still writing 6 GiB on a slow
+    host, where the right answer (no ``big`` at all) is not what the test is about."""
+    msg_id: str = kc.execute(BIG)
+    while True:
+        msg = kc.get_iopub_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream" and "MADE" in msg["content"]["text"]:
+            time.sleep(0.05)  # into the transfer
+            return msg_id
 
 
 def _wait_transfer(kc: Any) -> None:
@@ -32,8 +48,7 @@ def _wait_transfer(kc: Any) -> None:
 def test_sigterm_during_a_gpu_transfer_ends_the_kernel_at_once(kernel: Any) -> None:
     km, kc = kernel
     _wait_transfer(kc)
-    kc.execute(BIG)
-    time.sleep(1.2)  # the array is made, then the transfer runs
+    _start_big(kc)
     process = km.provisioner.process
     os.kill(process.pid, signal.SIGTERM)
     ended = time.monotonic()
@@ -47,8 +62,7 @@ def test_ctrl_c_during_a_gpu_transfer_rebinds_nothing_and_frees_the_gpu(kernel: 
     _wait_transfer(kc)
     before = run(kc, "import cupy\nprint('FREE', cupy.cuda.runtime.memGetInfo()[0])")
     free_before = int(before["output"].split("FREE ")[1].split()[0])
-    msg_id = kc.execute(BIG)
-    time.sleep(1.2)
+    msg_id = _start_big(kc)
     interrupted = time.monotonic()
     km.interrupt_kernel()
     while True:
