@@ -149,22 +149,19 @@ def replay_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 VOILA_CELLS = ["import replay\nreplay.replay_widget()"]
 
 
-@pytest.fixture(scope="module")
-def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Voila serving one notebook that shows the panel widget fed from a recording; yields the
-    page's URL. The lab extension of this checkout is on its path, as in JupyterLab."""
+def serve_voila(base: Path, notebook: Path, extra_args: tuple[str, ...] = ()) -> Iterator[str]:
+    """Voila serving ``notebook`` until the block ends; yields the page's URL. The lab extension
+    of this checkout is on its path, as in JupyterLab; kernels import this directory's modules
+    (``replay``)."""
     from support import free_port
 
     import gpudask_jupyter
 
-    base = tmp_path_factory.mktemp("voila")
     data = base / "data" / "labextensions"
     data.mkdir(parents=True)
     # a copy: Voila's static handler refuses files a symbolic link leads out of its paths
     built = Path(gpudask_jupyter.__file__).parent / "labextension"
     shutil.copytree(built, data / "gpudask-jupyter")
-    notebook = Lab("", "", base, base / "voila.log", "").notebook("voila.ipynb", VOILA_CELLS)
-    del notebook
     here = str(Path(__file__).parent)
     env = dict(
         os.environ,
@@ -174,12 +171,21 @@ def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     )
     port = free_port()
-    log = base / "voila.log"
-    args = [sys.executable, "-m", "voila", str(base / "voila.ipynb"), "--no-browser"]
-    args += [f"--port={port}", "--Voila.ip=127.0.0.1"]
+    log = base / f"voila-{notebook.stem}.log"
+    args = [sys.executable, "-m", "voila", str(notebook), "--no-browser"]
+    args += [f"--port={port}", "--Voila.ip=127.0.0.1", *extra_args]
     url = f"http://127.0.0.1:{port}/"
     with _running("voila", args, env, log, f"{url}voila/static/voila.js"):
         yield url
+
+
+@pytest.fixture(scope="module")
+def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Voila serving one notebook that shows the panel widget fed from a recording; yields the
+    page's URL."""
+    base = tmp_path_factory.mktemp("voila")
+    Lab("", "", base, base / "voila.log", "").notebook("voila.ipynb", VOILA_CELLS)
+    yield from serve_voila(base, base / "voila.ipynb")
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 ARTIFACTS = Path(__file__).parents[2] / "test-artifacts"
+NOTEBOOK_04 = Path(__file__).parents[2] / "notebooks" / "04_watching_work_in_the_panel.ipynb"
+# notebook 04's sizes, long enough to look at the panel while it runs, on two CPU cores
+SIZES_04 = "ROWS = 2_000_000\nROUNDS = 6\nPARTITIONS = 16"
 
 
 @dataclass
@@ -57,6 +60,14 @@ class Lab:
                 f"{self.url}api/sessions/{session['id']}", headers=headers, method="DELETE"
             )
             opener.open(request).close()
+
+
+def write_notebook_04(path: Path, sizes: str = SIZES_04) -> None:
+    """Notebook 04 written to ``path``, with ``sizes`` appended to its parameters cell."""
+    nb = json.loads(NOTEBOOK_04.read_text())
+    (parameters,) = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])]
+    parameters["source"] = "".join(parameters["source"]) + "\n" + sizes
+    path.write_text(json.dumps(nb))
 
 
 def shot(page: Any, name: str) -> None:

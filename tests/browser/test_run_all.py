@@ -4,19 +4,14 @@ greyed with its work kept. The notebook itself, with small sizes, against a real
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_support import Lab, kernel_idle, shot, view_data
+from lab_support import Lab, kernel_idle, shot, view_data, write_notebook_04
 
 pytestmark = pytest.mark.timeout(400)
 
-NOTEBOOK = Path(__file__).parents[2] / "notebooks" / "04_watching_work_in_the_panel.ipynb"
-# long enough to look at it while it runs, on two CPU cores
-SIZES = "ROWS = 2_000_000\nROUNDS = 6\nPARTITIONS = 16"
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea"
 
 
@@ -26,10 +21,7 @@ def _alone(lab: Lab) -> None:
 
 
 def _open(lab: Lab) -> str:
-    nb = json.loads(NOTEBOOK.read_text())
-    (parameters,) = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])]
-    parameters["source"] = "".join(parameters["source"]) + "\n" + SIZES
-    (lab.root / "run04.ipynb").write_text(json.dumps(nb))
+    write_notebook_04(lab.root / "run04.ipynb")
     return f"{lab.url}lab/workspaces/run04/tree/run04.ipynb?token={lab.token}"
 
 
