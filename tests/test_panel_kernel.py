@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from test_kernel_lifecycle import run
 
+from gpudask_jupyter.schema.protocol import PANEL_MIME
 from gpudask_jupyter.widget import STATIC
 
 pytestmark = [
@@ -219,6 +220,7 @@ def test_the_widgets_text_is_a_snapshot_an_executed_notebook_keeps(kernel) -> No
         if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_result":
             text = msg["content"]["data"]["text/plain"]
             assert "application/vnd.jupyter.widget-view+json" in msg["content"]["data"]
+            assert msg["content"]["data"][PANEL_MIME] == {}  # the marker a saved output keeps
     assert text.startswith("GPU Dask panel: cluster running, cpu, scheduler "), text
     assert "Workers (1):" in text and "running 0, ready 0, in memory 0" in text
     # no front end said hello: once the cells have run, nothing keeps sampling

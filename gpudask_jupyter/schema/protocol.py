@@ -1,7 +1,8 @@
 """What the views and the package say to each other besides the Frame.
 
 - The panel widget's messages over its comm (:data:`ViewMessage` from a view,
-  :data:`KernelMessage` from the kernel) and its synced traits (:data:`PANEL_TRAITS`).
+  :data:`KernelMessage` from the kernel), its synced traits (:data:`PANEL_TRAITS`) and the
+  marker in its outputs (:data:`PANEL_MIME`).
 - The cluster actions of the views' buttons, and the result the kernel answers with: through the
   widget's comm, or, for the sidebar, as the one line :data:`RESULT_PREFIX` + JSON that
   :data:`CONTROL_MODULE`'s ``run_json`` prints when the sidebar runs it in the kernel.
@@ -31,6 +32,10 @@ RESULT_PREFIX = "GPUDASK_CONTROL_RESULT "
 
 PANEL_TRAITS = ("interval", "paused", "history", "processes")
 """The panel widget's traits that the view and the kernel keep in step."""
+
+PANEL_MIME = "application/vnd.gpudask.panel+json"
+"""A marker entry (an empty object) in the display bundle of the panel widget: a front end that
+reopens a saved notebook knows the output was this panel even where its model is gone."""
 
 FRAME_ROUTE = "gpudask/api/frame"
 """GET ?kernel=&cursor=&interval=: the next Frame of that kernel's cluster."""

@@ -32,6 +32,7 @@ from .. import lifecycle
 from ..monitor import Cursor
 from ..schema.frame import DEFAULT_HISTORY, DEFAULT_INTERVAL, clamp_history, clamp_interval
 from ..schema.protocol import (
+    PANEL_MIME,
     ControlResultMessage,
     ControlStartedMessage,
     FrameMessage,
@@ -230,13 +231,15 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """The widget, with the text snapshot as its ``text/plain`` (what a notebook executed
-        without a browser keeps)."""
+        without a browser keeps) and the marker :data:`PANEL_MIME`, by which the JupyterLab
+        plugin tells this panel's output apart once its model is gone (a saved notebook,
+        reopened with a new kernel)."""
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
         self._expect_view()
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-        return {**data, "text/plain": snapshot_text(REPR_WAIT)}, metadata
+        return {**data, PANEL_MIME: {}, "text/plain": snapshot_text(REPR_WAIT)}, metadata
 
     def close(self) -> None:
         with self._send_lock:

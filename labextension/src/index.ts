@@ -1,6 +1,8 @@
 /**
  * JupyterLab 4 / Notebook 7 plugin: the "GPU Dask" sidebar, which follows the notebook in focus
- * and shows its kernel's cluster, and a command that opens the same view in a larger area.
+ * and shows its kernel's cluster, a command that opens the same view in a larger area, and a
+ * sentence in place of the widget manager's error where a reopened notebook keeps a panel of a
+ * kernel session that has ended.
  * The notebook tracker is optional: where there is none (Voila) the plugin adds nothing, and the
  * widget, which needs no plugin, still renders.
  */
@@ -13,6 +15,7 @@ import {
 import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { serverFetcher } from './lab/api';
+import { watchEndedPanels } from './lab/endedpanels';
 import { NotebookFocus } from './lab/focus';
 import { gpuIcon } from './lab/icon';
 import { openInShell } from './lab/open';
@@ -35,6 +38,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (!tracker) {
       return; // no notebooks to follow (Voila): nothing to add
     }
+    watchEndedPanels(tracker);
     const focus = new NotebookFocus(tracker);
     const fetchFrame = serverFetcher(app.serviceManager.serverSettings);
     let main: MainAreaWidget<GpuDaskPanel> | null = null;

@@ -96,7 +96,13 @@ describe('the shape of src/', () => {
   it("writes the kernel's own words only in the generated modules", () => {
     // a fact the kernel also knows, spelled out by hand, would drift from it
     // (the message types are checked by the compiler: they are typed with the generated union)
-    const shared = ['GPUDASK_CONTROL_RESULT', 'gpudask_jupyter.magics', 'gpudask/api/', '#d9534f'];
+    const shared = [
+      'GPUDASK_CONTROL_RESULT',
+      'gpudask_jupyter.magics',
+      'gpudask/api/',
+      'vnd.gpudask',
+      '#d9534f'
+    ];
     for (const [file, text] of files) {
       if (file.endsWith('.generated.ts')) {
         continue;

@@ -17,6 +17,12 @@ export const RESULT_PREFIX = 'GPUDASK_CONTROL_RESULT ';
 /** The panel widget's traits that the view and the kernel keep in step. */
 export const PANEL_TRAITS = ['interval', 'paused', 'history', 'processes'] as const;
 
+/**
+ * A marker entry (an empty object) in the display bundle of the panel widget: a front end that
+ * reopens a saved notebook knows the output was this panel even where its model is gone.
+ */
+export const PANEL_MIME = 'application/vnd.gpudask.panel+json';
+
 /** GET ?kernel=&cursor=&interval=: the next Frame of that kernel's cluster. */
 export const FRAME_ROUTE = 'gpudask/api/frame';
 
