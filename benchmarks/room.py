@@ -14,7 +14,7 @@ was left after (processes, leases, registry files, shared memory).
     python benchmarks/room.py --students 6 --cpu      # no GPU: CPU clusters, seam GPUs
 
 ``--greedy``: one student starts with ``--rmm-pool-size 0.9``. ``--oversize``: one student's
-frame is twice its share. Either must fail with the share error, alone. ``--cpu`` (automatic
+frame is larger than its share. Either must fail with the share error, alone. ``--cpu`` (automatic
 without a GPU) places the kernels on the room's test-seam GPUs (``--seam``, e.g. ``2:16GiB``).
 The exit status is 1 when a student failed for a reason other than the share error, when a
 greedy or oversize student did not get it, or when anything was left behind.
@@ -225,7 +225,7 @@ def main() -> int:
     if args.oversize:
         share = _planned_share(args.students, cpu, args.seam)
         index = 1 if args.greedy else 0
-        flows[index] = _flow(2 * share, False)
+        flows[index] = _flow(int(1.2 * share), False)  # above the kernel's half, and the share
         special[index] = "oversize"
     holders_max: dict[str, int] = {}
     sampling = threading.Event()

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import kernel_factory
+from support import run_cell as run
 
 from gpudask_jupyter.cluster.room import leases, room_view
 
@@ -32,54 +32,8 @@ def room_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def kernels(runtime_dir: Path, room_env: Path) -> Iterator[Any]:
-    from jupyter_client.manager import KernelManager
-
-    started: list[tuple[Any, Any]] = []
-
-    def start() -> tuple[Any, Any]:
-        kernel_id = str(uuid.uuid4())
-        km = KernelManager(
-            kernel_name="python3",
-            kernel_id=kernel_id,
-            connection_file=str(runtime_dir / f"kernel-{kernel_id}.json"),
-        )
-        km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-        km.start_kernel()
-        kc = km.client()
-        kc.start_channels()
-        kc.wait_for_ready(timeout=60)
-        started.append((km, kc))
-        return km, kc
-
-    try:
+    with kernel_factory(runtime_dir) as start:
         yield start
-    finally:
-        for km, kc in started:
-            kc.stop_channels()
-            if km.is_alive():
-                km.shutdown_kernel(now=True)
-
-
-def run(kc: Any, code: str, timeout: float = 120) -> dict[str, Any]:
-    """Execute ``code``: the reply, with its streams, errors and displayed text as ``output``."""
-    msg_id = kc.execute(code)
-    said: list[str] = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind, content = msg["msg_type"], msg["content"]
-        if kind == "stream":
-            said.append(content["text"])
-        elif kind == "error":
-            said.append("\n".join(content["traceback"]))
-        elif kind in {"display_data", "execute_result"}:
-            said.append(content["data"].get("text/plain", ""))
-        elif kind == "status" and content["execution_state"] == "idle":
-            break
-    reply = dict(kc.get_shell_msg(timeout=timeout)["content"])
-    reply["output"] = "\n".join(said)
-    return reply
 
 
 def _lease_files(room: Path) -> list[Path]:
