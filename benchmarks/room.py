@@ -77,7 +77,8 @@ def _run(kc: Any, code: str, timeout: float = 600) -> tuple[bool, str]:
             said.append(content["data"].get("text/plain", ""))
         elif kind == "status" and content["execution_state"] == "idle":
             break
-    return ok, "\n".join(said)
+    text = "\n".join(said)
+    return ok and "UsageError:" not in text, text  # a magic's error is a UsageError: "ok"
 
 
 class Student:
