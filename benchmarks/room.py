@@ -101,10 +101,12 @@ class Student:
         self.outcome = "finished"
         self.said = ""
         self.children: set[int] = set()
+        self.cells: list[str] = []  # what each cell said, for a student that surprised
 
     def run(self, cells: list[tuple[str, str]], go: float) -> None:
         for name, code in cells:
             ok, said = _run(self.kc, code)
+            self.cells.append(f"[{name}] {said}")
             self._note_children()
             if not ok:
                 self.said = said
@@ -299,6 +301,10 @@ def main() -> int:
         print(f"| {name:<{width}} | {value} |")
     for i in failed:
         print(f"student {i} failed: {students[i].said[-600:]}", file=sys.stderr)
+    for i, what in special.items():
+        if students[i].outcome != "share error":
+            said = "\n".join(students[i].cells)[-3000:]
+            print(f"the {what} student {i} did not get the share error:\n{said}", file=sys.stderr)
     bad = bool(failed or left_processes or left_leases or left_files or left_shm)
     bad |= any(students[i].outcome != "share error" for i in special)
     bad |= len(share_errors) != len(special)

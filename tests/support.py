@@ -161,12 +161,15 @@ def run_cell(kc: Any, code: str, timeout: float = 120) -> dict[str, Any]:
         if kind == "stream":
             said.append(content["text"])
         elif kind == "error":
+            said.append(f"{content['ename']}: {content['evalue']}")
             said.append("\n".join(content["traceback"]))
         elif kind in {"display_data", "execute_result"}:
             said.append(content["data"].get("text/plain", ""))
         elif kind == "status" and content["execution_state"] == "idle":
             break
     reply = dict(kc.get_shell_msg(timeout=timeout)["content"])
+    if reply.get("status") == "error":
+        said.append(f"reply: {reply.get('ename')}: {reply.get('evalue')}")
     reply["output"] = "\n".join(said)
     return reply
 

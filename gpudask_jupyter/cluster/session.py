@@ -18,6 +18,7 @@ the address, GPU or option involved.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import os
 import sys
@@ -173,6 +174,11 @@ class ClusterSession:
         room_holder.set_workers(self.pids.known())
         if self.devices:
             room_caps.install_kernel_cap(min(s.share for s in self.room.lease.gpus))
+            where = room_caps.kernel_device()
+            ours = {share.uuid for share in self.room.lease.gpus}
+            if self.room.pinned and where is not None and where not in ours:
+                log.warning("the kernel works on %s, not on its GPUs %s", where, sorted(ours))
+                self.room = dataclasses.replace(self.room, pinned=False)
 
     # -- properties -----------------------------------------------------------------------------
 
