@@ -167,7 +167,11 @@ def run_cell(kc: Any, code: str, timeout: float = 120) -> dict[str, Any]:
             said.append(content["data"].get("text/plain", ""))
         elif kind == "status" and content["execution_state"] == "idle":
             break
-    reply = dict(kc.get_shell_msg(timeout=timeout)["content"])
+    while True:  # a reply left from another request (kernel_info) is not this cell's
+        answer = kc.get_shell_msg(timeout=timeout)
+        if answer["parent_header"].get("msg_id") == msg_id:
+            break
+    reply = dict(answer["content"])
     if reply.get("status") == "error":
         said.append(f"reply: {reply.get('ename')}: {reply.get('evalue')}")
     reply["output"] = "\n".join(said)

@@ -174,9 +174,9 @@ class ClusterSession:
         room_holder.set_workers(self.pids.known())
         if self.devices:
             room_caps.install_kernel_cap(min(s.share for s in self.room.lease.gpus))
-            where = room_caps.kernel_device()
+            where = room_caps.kernel_devices()
             ours = {share.uuid for share in self.room.lease.gpus}
-            if self.room.pinned and where is not None and where not in ours:
+            if self.room.pinned and where - ours:
                 log.warning("the kernel works on %s, not on its GPUs %s", where, sorted(ours))
                 self.room = dataclasses.replace(self.room, pinned=False)
 

@@ -103,25 +103,17 @@ def worker_keywords(
 def cuda_started() -> bool:
     """Whether this process already holds a CUDA context (NVML lists it on a GPU): then
     ``CUDA_VISIBLE_DEVICES`` no longer changes what it uses. A library merely imported (its
-    driver library mapped, no context yet) does not count; :func:`kernel_device` checks after."""
+    driver library mapped, no context yet) does not count; :func:`kernel_devices` checks after."""
     from ...machine import nvml
 
     return os.getpid() in {process.pid for process in nvml.processes()}
 
 
-def kernel_device() -> str | None:
-    """The UUID of the GPU the kernel's CuPy works on now (None without CuPy or a GPU)."""
-    if importlib.util.find_spec("cupy") is None:
-        return None
-    import cupy
+def kernel_devices() -> set[str]:
+    """The UUIDs of the GPUs on which this process holds a CUDA context (NVML's list)."""
+    from ...machine import nvml
 
-    try:
-        raw = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())["uuid"]
-    except Exception:  # no device, or a runtime without the field: unknown
-        log.debug("cannot read the kernel's GPU", exc_info=True)
-        return None
-    hexa = bytes(raw).hex()
-    return f"GPU-{hexa[:8]}-{hexa[8:12]}-{hexa[12:16]}-{hexa[16:20]}-{hexa[20:32]}"
+    return {process.uuid for process in nvml.processes() if process.pid == os.getpid()}
 
 
 def pin_kernel(identifiers: list[str], share: int) -> bool:
