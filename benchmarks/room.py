@@ -46,14 +46,17 @@ def _flow(frame_bytes: int, pool: bool) -> list[tuple[str, str]]:
     return [
         ("load", "%load_ext gpudask_jupyter"),
         ("start", f"client = {start}"),
+        ("imports", "import numpy as np, pandas as pd"),
         (
-            "frame",
-            "import numpy as np, pandas as pd\n"
-            f"df = pd.DataFrame({{'k': np.arange({rows}) % 100, 'x': np.ones({rows})}})",
+            "to_gpu",  # the cell makes the frame: %%to_gpu moves what a cell creates
+            f"%%to_gpu\ndf = pd.DataFrame({{'k': np.arange({rows}) % 100, 'x': np.ones({rows})}})",
         ),
-        ("to_gpu", "%%to_gpu\ndf = df"),
-        ("groupby", "result = df.groupby('k').x.sum()\nprint('RESULT', float(result.sum()))"),
-        ("to_cpu", "%%to_cpu\nresult = result"),
+        (
+            "groupby",
+            "result = df.groupby('k').x.sum()\n"
+            "print('RESULT', type(result).__module__, float(result.sum()))",
+        ),
+        ("to_cpu", "%%to_cpu\nhost = result"),
         ("stop", "%gpu_cluster stop"),
     ]
 
@@ -102,6 +105,7 @@ class Student:
         self.said = ""
         self.children: set[int] = set()
         self.cells: list[str] = []  # what each cell said, for a student that surprised
+        self.context: int | None = None  # the kernel's GPU memory after start: its context
 
     def run(self, cells: list[tuple[str, str]], go: float) -> None:
         for name, code in cells:
@@ -113,6 +117,8 @@ class Student:
                 self.outcome = "share error" if SHARE_ERROR in said else "failed"
                 _run(self.kc, "%gpu_cluster stop")
                 return
+            if name == "start":
+                self.context = _process_memory(self.pid)
             if name == "groupby":
                 self.first_result = time.monotonic() - go
 
@@ -148,6 +154,14 @@ class GpuPeaks(threading.Thread):
                     label = sample.uuid
                     self.peaks[label] = max(self.peaks.get(label, 0), sample.memory_used)
                     self.totals[label] = sample.memory_total or 0
+
+
+def _process_memory(pid: int) -> int | None:
+    """GPU memory NVML counts for process ``pid`` (None without a GPU or a context)."""
+    from gpudask_jupyter.machine import nvml
+
+    used = [p.memory_used for p in nvml.processes() if p.pid == pid and p.memory_used]
+    return sum(used) if used else None
 
 
 def _shm() -> set[str]:
@@ -289,6 +303,15 @@ def main() -> int:
     for uuid_, peak in sorted(peaks.peaks.items()):
         total = peaks.totals.get(uuid_, 0)
         rows.append((f"peak memory {uuid_[:12]}", f"{format_bytes(peak)} of {format_bytes(total)}"))
+    contexts = [s.context for s in [alone, *students] if s.context]
+    if contexts:
+        rows.append(
+            (
+                "kernel's GPU memory after start (its CUDA context, not capped)",
+                f"{format_bytes(statistics.median(contexts))} median "
+                f"({format_bytes(min(contexts))}–{format_bytes(max(contexts))})",
+            )
+        )
     rows.append(("left: processes", str(len(left_processes))))
     rows.append(("left: leases", str(len(left_leases))))
     rows.append(("left: registry files", str(len(left_files))))

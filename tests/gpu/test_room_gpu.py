@@ -74,20 +74,21 @@ def test_a_share_holds_in_the_worker_and_the_kernel(kernels: Any, tmp_path: Path
     assert "WORKER_IN ok" in out and "WORKER_OUT ok" not in out, out
     assert "KERNEL_IN ok" in out and "KERNEL_OUT ok" not in out, out
 
-    big = run(
+    failed = run(  # %%to_gpu moves what the cell makes: a frame above the kernel's half
         kc,
+        "%%to_gpu\n"
         "import numpy as np, pandas as pd\n"
-        "df = pd.DataFrame({'x': np.ones(int(share * 0.6) // 8)})\n"  # above the kernel's half
+        "df = pd.DataFrame({'x': np.ones(int(share * 0.6) // 8)})\n"
         "small = pd.DataFrame({'x': np.ones(1000)})",
     )
-    assert big["status"] == "ok", big["output"]
-    failed = run(kc, "%%to_gpu\ndf = df\nsmall = small")
     assert "your share of GPU 0 is" in failed["output"], failed["output"]
     assert "del GPU objects" not in failed["output"]
     kept = run(kc, "print('KIND', type(df).__module__, type(small).__module__)")
     assert "KIND pandas" in kept["output"] and kept["output"].count("pandas") == 2  # nothing moved
-    moved = run(kc, "%%to_gpu\nsmall = small\nprint('OK', type(small).__module__)")
-    assert "OK cudf" in moved["output"], moved["output"]
+    moved = run(kc, "%%to_gpu\nsmall = pd.DataFrame({'x': np.ones(1000)})")
+    assert moved["status"] == "ok", moved["output"]
+    where = run(kc, "print('OK', type(small).__module__)")
+    assert "OK cudf" in where["output"], where["output"]
     run(kc, "%gpu_cluster stop")
 
 
