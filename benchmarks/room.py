@@ -213,6 +213,7 @@ def main() -> int:
         "DASK_GPUDASK__SHARED_MACHINE": "true",
         "DASK_GPUDASK__ROOM_DIR": str(room_dir),
         "DASK_GPUDASK__ROOM_STUDENTS": str(args.students),
+        "DASK_GPUDASK__ROOM_GPUS": "1",
     }
     os.environ["DASK_GPUDASK__ROOM_DIR"] = str(room_dir)
     if cpu:

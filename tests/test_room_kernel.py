@@ -27,6 +27,7 @@ def room_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DASK_GPUDASK__ROOM_DIR", str(room))
     monkeypatch.setenv("DASK_GPUDASK__SHARED_MACHINE", "true")
     monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "4")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_GPUS", "1")  # the tests' conftest turns it off
     return room
 
 

@@ -24,6 +24,7 @@ def kernels(runtime_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("DASK_GPUDASK__ROOM_DIR", str(tmp_path / "room"))
     monkeypatch.setenv("DASK_GPUDASK__SHARED_MACHINE", "true")
     monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "16")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_GPUS", "1")  # the tests' conftest turns it off
     with kernel_factory(runtime_dir) as start:
         yield start
 
