@@ -56,10 +56,15 @@ def gbps(nbytes: int, seconds: Sequence[float]) -> list[float]:
 
 
 def spread(rates: Sequence[float]) -> str:
-    """``median (min–max)`` of rates in GB/s."""
+    """``median (min–max)`` of rates in GB/s: one decimal, three below 1 GB/s (a loaded
+    host's rate must not print as 0.0)."""
     if not rates:
         return "n/a"
-    return f"{statistics.median(rates):.1f} ({min(rates):.1f}–{max(rates):.1f})"
+
+    def rate(value: float) -> str:
+        return f"{value:.1f}" if value >= 1 else f"{value:.3f}"
+
+    return f"{rate(statistics.median(rates))} ({rate(min(rates))}–{rate(max(rates))})"
 
 
 def ratio(ours: Sequence[float], other: Sequence[float], percent: bool = False) -> str:

@@ -43,6 +43,36 @@ def _positive_int(value: Any) -> int:
     return number
 
 
+def parse_share(value: Any) -> str | float | int:
+    """A room share: ``auto``, a fraction of a GPU in (0, 1] or a size (``12GiB``)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return parse_bytes(value)
+    if 0 < number <= 1:
+        return number
+    if number > 1 and number.is_integer():
+        return int(number)
+    raise ValueError(f"a share is auto, a fraction in (0, 1] or a size, not {value!r}")
+
+
+def _names(value: Any) -> str:
+    """``none``, ``all`` or a comma-separated list of user names."""
+    text = str(value).strip()
+    if not text:
+        return "none"
+    if text.lower() in {"none", "all"}:
+        return text.lower()
+    names = [name.strip() for name in text.split(",")]
+    if not all(
+        name and name.replace("-", "").replace("_", "").replace(".", "").isalnum() for name in names
+    ):
+        raise ValueError(f"expected none, all or user names separated by commas, not {value!r}")
+    return ",".join(names)
+
+
 @dataclass(frozen=True)
 class Option:
     name: str
@@ -159,6 +189,49 @@ OPTIONS: dict[str, Option] = {
             "Host threads that fill and drain the pinned buffers; 0 picks, of the cores the "
             "kernel may use, all but two host→device and all of them device→host (2 to 16), "
             "and fewer while other processes keep those cores busy.",
+        ),
+        Option(
+            "room-dir",
+            "/tmp/gpudask-room",
+            str,
+            "Where the kernels of a shared machine record their leases of the GPUs (made "
+            "sticky and writable by all when missing; better made by the administrator with "
+            "`install -d -m 1777 -o root DIR`). Every student's kernel must see the same one.",
+        ),
+        Option(
+            "room-gpus",
+            1,
+            _positive_int,
+            "GPUs `%gpu_cluster start` without `--gpus` takes on a shared machine, placed on "
+            "those with the fewest holders; 0 takes every GPU (no placement, no share).",
+        ),
+        Option(
+            "room-share",
+            "auto",
+            parse_share,
+            "The part of a GPU's memory each holder may take on a shared machine, half for the "
+            "kernel and half for its worker: `auto` (the GPU divided among the holders it is "
+            "planned for, CUDA contexts set aside), a fraction (`0.25`) or a size (`12GiB`).",
+        ),
+        Option(
+            "room-students",
+            0,
+            _positive_int,
+            "Students the shared machine is planned for (the `auto` share divides each GPU "
+            "among them, spread over the GPUs); 0: the people with an account here.",
+        ),
+        Option(
+            "room-names",
+            "none",
+            _names,
+            "Who sees other holders' names in `%gpu_cluster room` and the room views: `none` "
+            "(everybody sees counts), `all`, or the instructors' user names, comma-separated.",
+        ),
+        _clamped_seconds(
+            "room-idle",
+            "10min",
+            "Seconds without work after which the room view marks a holder idle",
+            (60.0, 86400.0),
         ),
         _clamped_seconds(
             "refresh-interval",

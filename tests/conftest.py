@@ -6,6 +6,13 @@ is usable (CI has none); they run on a GPU machine with ``pytest -m gpu``.
 
 from __future__ import annotations
 
+import os
+
+# A machine with other accounts counts as shared, and there a start takes its share of the room
+# (one GPU, capped memory). Tests of one user's cluster run on such machines too (the GPU host
+# has another account), so the room is off unless a test turns it on (the room's own tests do).
+os.environ["DASK_GPUDASK__ROOM_GPUS"] = "0"
+
 import socket
 import sys
 import uuid

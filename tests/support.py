@@ -1,4 +1,5 @@
-"""Helpers shared by the tests: process accounting, free ports, real Dask processes, TLS files."""
+"""Helpers shared by the tests: process accounting, free ports, real Dask processes, TLS files,
+real kernels and what their cells say."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -142,3 +146,66 @@ def write_tls_files(folder: Path) -> dict[str, str]:
         path.chmod(0o600)
         out[role] = str(path)
     return out
+
+
+def run_cell(kc: Any, code: str, timeout: float = 120) -> dict[str, Any]:
+    """Execute ``code`` in a kernel: the reply, with its streams, errors and displayed text (a
+    table's ``text/plain``) as ``output``."""
+    msg_id = kc.execute(code)
+    said: list[str] = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            said.append(content["text"])
+        elif kind == "error":
+            said.append(f"{content['ename']}: {content['evalue']}")
+            said.append("\n".join(content["traceback"]))
+        elif kind in {"display_data", "execute_result"}:
+            said.append(content["data"].get("text/plain", ""))
+        elif kind == "status" and content["execution_state"] == "idle":
+            break
+    while True:  # a reply left from another request (kernel_info) is not this cell's
+        answer = kc.get_shell_msg(timeout=timeout)
+        if answer["parent_header"].get("msg_id") == msg_id:
+            break
+    reply = dict(answer["content"])
+    if reply.get("status") == "error":
+        said.append(f"reply: {reply.get('ename')}: {reply.get('evalue')}")
+    reply["output"] = "\n".join(said)
+    return reply
+
+
+@contextlib.contextmanager
+def kernel_factory(runtime_dir: Path) -> Iterator[Any]:
+    """A function that starts a real kernel (as jupyter_server does: connection file
+    ``kernel-<id>.json`` in ``runtime_dir``) with this process's environment, and returns its
+    manager and client; every kernel it started is shut down after."""
+    from jupyter_client.manager import KernelManager
+
+    started: list[tuple[Any, Any]] = []
+
+    def start() -> tuple[Any, Any]:
+        kernel_id = str(uuid.uuid4())
+        km = KernelManager(
+            kernel_name="python3",
+            kernel_id=kernel_id,
+            connection_file=str(runtime_dir / f"kernel-{kernel_id}.json"),
+        )
+        km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        km.start_kernel()
+        kc = km.client()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=60)
+        started.append((km, kc))
+        return km, kc
+
+    try:
+        yield start
+    finally:
+        for km, kc in started:
+            kc.stop_channels()
+            if km.is_alive():
+                km.shutdown_kernel(now=True)

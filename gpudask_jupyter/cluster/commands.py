@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import logs, operations, security
+from . import logs, operations, room, security
 from .connect import check_answers
 from .join import Retirement
 from .options import (
@@ -51,13 +51,16 @@ def keep_current(asked: str, replace: bool, warn: Warn = stderr) -> ClusterSessi
 def plan_start(opts: StartOptions, warn: Warn = stderr) -> StartPlan:
     """Every check of a start, before anything stops or starts: who may reach it (TLS, the
     address, the protocol), the GPUs or the CPU fallback, the worker count, whether this
-    machine can listen on ``--host``. A :class:`~..errors.GpuDaskError` here changes nothing."""
+    machine can listen on ``--host``, and on a shared machine the kernel's place in the room.
+    A :class:`~..errors.GpuDaskError` here changes nothing (a lease it took is given back by
+    :func:`room.undone_on_failure` around it)."""
     access = security.decide(opts)
     devices, reason = resolve_workers(opts, warn)
     check_listen_host(opts.host)
+    held, devices, worker_caps = room.place(opts, devices, shared=bool(access.others))
     for message in access.warnings:
         warn(message)
-    return StartPlan(opts, access, devices, reason)
+    return StartPlan(opts, access, devices, reason, held, worker_caps)
 
 
 def plan_attach(
@@ -80,7 +83,8 @@ def plan_join(
     """A join's workers decided and its scheduler found answering within ``timeout``."""
     devices, reason = resolve_workers(opts, warn, joining=True)
     check_answers(target, timeout)
-    return JoinPlan(target, opts, devices, reason, timeout)
+    held, devices, worker_caps = room.place(opts, devices, shared=bool(security.shared_machine()))
+    return JoinPlan(target, opts, devices, reason, timeout, held, worker_caps)
 
 
 def _close(session: ClusterSession) -> None:
@@ -100,12 +104,13 @@ def start(
         return kept, False
 
     def work(operation: operations.Operation[ClusterSession]) -> ClusterSession:
-        plan = plan_start(opts, warn)
-        operation.check()
-        close_current()
-        operation.check()
-        starting()
-        return ClusterSession.start(plan)
+        with room.undone_on_failure():
+            plan = plan_start(opts, warn)
+            operation.check()
+            close_current(release_room=False)  # a --replace keeps the kernel's place
+            operation.check()
+            starting()
+            return ClusterSession.start(plan)
 
     return operations.run("start", work, undo=_close), True
 
@@ -147,12 +152,13 @@ def join(
         return kept, False
 
     def work(operation: operations.Operation[ClusterSession]) -> ClusterSession:
-        plan = plan_join(target, opts, timeout, warn)
-        operation.check()
-        close_current()
-        operation.check()
-        joining()
-        return ClusterSession.join(plan)
+        with room.undone_on_failure():
+            plan = plan_join(target, opts, timeout, warn)
+            operation.check()
+            close_current(release_room=False)
+            operation.check()
+            joining()
+            return ClusterSession.join(plan)
 
     return operations.run("join", work, undo=_close), True
 

@@ -58,11 +58,16 @@ def prune_registry() -> None:
 
 
 def launch(
-    opts: StartOptions, devices: list[nvml.Device], security: Any, dashboard: str | None
+    opts: StartOptions,
+    devices: list[nvml.Device],
+    security: Any,
+    dashboard: str | None,
+    worker_caps: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
     """Start the cluster and its default client, and wait for every worker; close both on any
-    failure, so that a start that fails leaves no process behind."""
-    keywords = cluster_keywords(opts, devices, security, dashboard)
+    failure, so that a start that fails leaves no process behind. ``worker_caps``: dask-cuda's
+    keywords that hold the workers within the kernel's share of a shared machine."""
+    keywords = cluster_keywords(opts, devices, security, dashboard, worker_caps)
     cluster = client = None
     try:
         with http_routes(dashboard is not None):

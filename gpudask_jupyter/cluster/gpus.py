@@ -30,6 +30,13 @@ def kernel_restriction() -> str | None:
         return os.environ.get(_VARIABLE)
 
 
+def restrict_kernel(identifiers: Sequence[str]) -> None:
+    """Restrict the kernel itself to ``identifiers`` (the room's placement, before CUDA starts
+    in it): its own GPU work and every later start stay on the GPUs it was given."""
+    with _lock:
+        os.environ[_VARIABLE] = ",".join(identifiers)
+
+
 @contextlib.contextmanager
 def devices_for_construction(devices: Sequence[Device]) -> Iterator[None]:
     """``CUDA_VISIBLE_DEVICES`` set to ``devices`` for what the block constructs, then put back;

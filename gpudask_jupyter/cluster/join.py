@@ -154,18 +154,26 @@ class JoinedWorkers:
 
     @classmethod
     def start(
-        cls, target: AttachTarget, opts: StartOptions, devices: list[nvml.Device], name: str
+        cls,
+        target: AttachTarget,
+        opts: StartOptions,
+        devices: list[nvml.Device],
+        name: str,
+        worker_caps: dict[str, Any] | None = None,
     ) -> JoinedWorkers:
         """Start one worker per device (CPU workers without) connected to ``target``'s
-        scheduler, and wait until each has joined, within the startup timeout. Nothing is left
-        running when it fails."""
+        scheduler, and wait until each has joined, within the startup timeout; ``worker_caps``
+        hold them within the kernel's share of a shared machine. Nothing is left running when
+        it fails."""
         timeout = opts.startup_timeout()
         host = target.facing_host()
         guard = IpyMainGuard()
         guard.hold()
         loop = _Loop()
         try:
-            nannies = loop.run(_make_nannies(target, opts, devices, host, name), timeout)
+            nannies = loop.run(
+                _make_nannies(target, opts, devices, host, name, worker_caps), timeout
+            )
         except BaseException as err:
             loop.stop()
             guard.release()
@@ -281,10 +289,11 @@ async def _make_nannies(
     devices: list[nvml.Device],
     host: str | None,
     name: str,
+    worker_caps: dict[str, Any] | None = None,
 ) -> list[Any]:
     """The nannies, not started yet; made on the loop they will run on (a nanny belongs to
     the loop running where it is made). Their workers serve only a health check over HTTP."""
-    keywords = join_keywords(opts, devices, target.worker_security())
+    keywords = join_keywords(opts, devices, target.worker_security(), worker_caps)
     with http_routes(False):  # a nanny keeps the configuration it was made with
         if devices:
             return _cuda_nannies(target.address, keywords, devices, host, name)

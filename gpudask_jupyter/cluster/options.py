@@ -259,10 +259,15 @@ def worker_resources(opts: StartOptions, gpu: bool) -> dict[str, float]:
 
 
 def cluster_keywords(
-    opts: StartOptions, devices: list[nvml.Device], security: Any, dashboard: str | None
+    opts: StartOptions,
+    devices: list[nvml.Device],
+    security: Any,
+    dashboard: str | None,
+    worker_caps: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The keywords for ``LocalCUDACluster`` (with ``devices``) or ``LocalCluster`` (without);
-    ``dashboard`` is the address decided by :mod:`.security` (None: no dashboard)."""
+    ``dashboard`` is the address decided by :mod:`.security` (None: no dashboard);
+    ``worker_caps`` the room's memory caps (:mod:`.room.caps`), which win over the defaults."""
     keywords: dict[str, Any] = {
         "preload": [WORKER_PRELOAD],
         "host": opts.host,
@@ -294,10 +299,16 @@ def cluster_keywords(
         keywords["device_memory_limit"] = opts.device_memory_limit
     if opts.rmm_pool_size is not None:
         keywords["rmm_pool_size"] = opts.rmm_pool_size
+    keywords.update(worker_caps or {})
     return keywords
 
 
-def join_keywords(opts: StartOptions, devices: list[nvml.Device], security: Any) -> dict[str, Any]:
+def join_keywords(
+    opts: StartOptions,
+    devices: list[nvml.Device],
+    security: Any,
+    worker_caps: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The keywords of the workers a ``join`` lends: for dask-cuda's ``CUDAWorker`` (with
     ``devices``, one nanny per GPU, each bound to its GPU as ``LocalCUDACluster`` binds it) or
     for each ``distributed.Nanny`` (without), with :func:`cluster_keywords`' defaults: ``GPU=1``
@@ -325,4 +336,5 @@ def join_keywords(opts: StartOptions, devices: list[nvml.Device], security: Any)
         keywords["device_memory_limit"] = opts.device_memory_limit
     if opts.rmm_pool_size is not None:
         keywords["rmm_pool_size"] = opts.rmm_pool_size
+    keywords.update(worker_caps or {})
     return keywords

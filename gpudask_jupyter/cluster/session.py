@@ -18,12 +18,13 @@ the address, GPU or option involved.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import compat, config, lifecycle, registry
@@ -31,7 +32,7 @@ from ..errors import ClusterError
 from ..machine import nvml, processes
 from ..registry.kernel_id import kernel_id
 from ..text.units import format_seconds
-from . import gpus, logs
+from . import gpus, logs, room
 from .connect import (
     close_quietly,
     connect,
@@ -50,6 +51,8 @@ from .options import (
     check_cpu_workers,
     temporary_tls,
 )
+from .room import caps as room_caps
+from .room import holder as room_holder
 from .security import Access
 from .target import AttachTarget
 from .worker_processes import IpyMainGuard, WorkerPids
@@ -83,6 +86,7 @@ class ClusterSession:
         self.tls_files = tls_files
         self.access = access  # None for an attached cluster: who reaches it was decided there
         self.joined: JoinedWorkers | None = None  # the workers this kernel lent (join)
+        self.room: room.Held | None = None  # its place on a shared machine
         self.kernel_id = kernel_id()
         self.gpu_bindings = GpuBindings()
         self.cpu_workers_allowed: int | None = None  # beyond the cores: --oversubscribe
@@ -108,16 +112,20 @@ class ClusterSession:
         guard = IpyMainGuard()
         guard.hold()
         try:
-            client, cluster = launch(opts, plan.devices, tls_security, access.dashboard)
+            client, cluster = launch(
+                opts, plan.devices, tls_security, access.dashboard, plan.worker_caps
+            )
         except BaseException:
             guard.release()
             registry.remove(kernel)  # the TLS files written for it
             raise
         session = cls(client, cluster, plan.devices, plan.reason, tls_files, access)
         session.main_guard = guard
+        session.room = plan.room
         if opts.oversubscribe:
             session.cpu_workers_allowed = opts.n_workers
         session.pids.note(cluster)
+        session.note_room()
         _record_tasks(client)
         if access.dashboard is None:
             session._dashboard = ""  # the scheduler's HTTP port answers a health check only
@@ -144,16 +152,33 @@ class ClusterSession:
         logs.route(kernel_id())  # the nannies and workers log to a file, not to a cell
         client = connect(plan.target, plan.timeout, "join")
         try:
-            joined = JoinedWorkers.start(plan.target, plan.opts, plan.devices, worker_name())
+            joined = JoinedWorkers.start(
+                plan.target, plan.opts, plan.devices, worker_name(), plan.worker_caps
+            )
         except BaseException:
             close_quietly(client, 10)
             raise
         session = cls(client, None, plan.devices, plan.reason, tls_files=plan.target.tls_files())
         session.joined = joined
+        session.room = plan.room
         joined.on_change = session._register  # the server marks our workers by their addresses
         session._register()
         _set_current(session)
         return session
+
+    def note_room(self) -> None:
+        """Tell the room this kernel's worker processes, and cap the kernel's own GPU work (its
+        part of the share) now that its GPU is known."""
+        if self.room is None:
+            return
+        room_holder.set_workers(self.pids.known())
+        if self.devices:
+            room_caps.install_kernel_cap(min(s.share for s in self.room.lease.gpus))
+            where = room_caps.kernel_devices()
+            ours = {share.uuid for share in self.room.lease.gpus}
+            if self.room.pinned and where - ours:
+                log.warning("the kernel works on %s, not on its GPUs %s", where, sorted(ours))
+                self.room = dataclasses.replace(self.room, pinned=False)
 
     # -- properties -----------------------------------------------------------------------------
 
@@ -271,6 +296,7 @@ class ClusterSession:
             self.cluster.scale(n)
             wait_for_count(lambda: len(self.workers()), n, float(config.get("startup-timeout")))
         self.pids.note(self.cluster)
+        self.note_room()
 
     def restart(self) -> None:
         """Restart the workers (frees their host and GPU memory), keeping the cluster: only
@@ -287,6 +313,7 @@ class ClusterSession:
             raise ClusterError(f"Restart failed: {type(err).__name__}: {err}") from err
         if self.cluster is not None:
             self.pids.note(self.cluster)
+            self.note_room()
 
     def leave(self, timeout: float = LEAVE_TIMEOUT) -> Retirement:
         """Retire this kernel's workers from the scheduler it joined (the scheduler moves their
@@ -301,10 +328,11 @@ class ClusterSession:
         self.close()
         return retirement
 
-    def close(self) -> None:
+    def close(self, release_room: bool = True) -> None:
         """Close what this kernel started, leaving no worker process; only disconnect from what
         it attached to; leave what it joined (quickly). Works whatever state the client and the
-        scheduler are in."""
+        scheduler are in. ``release_room``: end the kernel's lease too, unless the kernel holds
+        GPU data under its own cap (a ``--replace`` keeps it for the new cluster)."""
         if self._closed:
             return
         alive = self.alive
@@ -322,6 +350,10 @@ class ClusterSession:
             self.pids.end_leftovers()
         # the TLS files last: a nanny restarting its worker until the end still reads them
         registry.remove_tls(self.kernel_id)
+        if release_room:
+            room_holder.release(keep_for_kernel=True)
+        else:
+            room_holder.set_workers([])
         self.main_guard.release()
         if _current is self:
             _set_current(None)
@@ -368,6 +400,8 @@ class StartPlan:
     access: Access
     devices: list[nvml.Device]
     reason: str  # why no GPU ("" with GPUs)
+    room: room.Held | None = None  # its place on a shared machine
+    worker_caps: dict[str, Any] = field(default_factory=dict)  # what holds the workers there
 
 
 @dataclass(frozen=True)
@@ -379,6 +413,8 @@ class JoinPlan:
     devices: list[nvml.Device]
     reason: str
     timeout: float
+    room: room.Held | None = None
+    worker_caps: dict[str, Any] = field(default_factory=dict)
 
 
 def _set_current(session: ClusterSession | None) -> None:
@@ -392,12 +428,12 @@ def _set_current(session: ClusterSession | None) -> None:
             _atexit_registered = True
 
 
-def close_current() -> bool:
+def close_current(release_room: bool = True) -> bool:
     """Close the session if there is one; True if something was closed."""
     session = _current
     if session is None:
         return False
-    session.close()
+    session.close(release_room)
     return True
 
 

@@ -209,6 +209,10 @@ def _with_links_and_notes(table: Table, session: ClusterSession, *notes: str) ->
     if link:
         table.links.append(("dashboard", link))
     table.notes.extend(notes)
+    if session.room is not None:
+        from .room import holder
+
+        table.notes.append(holder.describe(session.room))
     if session.mode == "cpu":
         table.notes.append(f"no GPU: {session.cpu_reason}")
     if session.joined is not None:

@@ -80,6 +80,12 @@ def describe(
     if is_out_of_memory(err):
         size = nbytes_of(obj)
         need = f"it needs about {format_bytes(size)}" if size else "it does not fit"
+        from ..cluster import room
+
+        shared = room.out_of_memory(need)
+        if shared is not None:
+            cause, hint = shared
+            return f"out of GPU memory ({cause})", f"{hint}, or {exclude}"
         return (
             f"out of GPU memory ({need}{_free_device_memory()})",
             f"free GPU memory (del GPU objects you no longer need, or %gpu_cluster restart) "

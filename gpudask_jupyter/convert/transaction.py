@@ -182,6 +182,10 @@ def convert_names(
     which the message says was set by ``required_by``). ``leave_on_host`` is how the user keeps
     an object on the host, for the error's hint (the magic's ``--exclude`` by default).
     """
+    if direction == "gpu":  # before CUDA starts here: the room may pin the kernel to its GPU
+        from ..cluster import room
+
+        room.before_kernel_gpu_work()
     report = Report(direction)
     plan, unavailable = _plan(
         namespace, names, direction, report, required_by if require_gpu else None

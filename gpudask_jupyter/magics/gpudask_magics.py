@@ -276,6 +276,15 @@ class GpuDaskMagics(Magics):
             print(f"Detached from {session.address}; that cluster keeps running.")
         else:
             print("Cluster stopped; its workers are gone.")
+        from ..cluster.room import holder
+
+        kept = holder.current()
+        if session is not None and kept is not None:
+            gpus = ", ".join(f"GPU {share.index}" for share in kept.gpus)
+            print(
+                f"This kernel keeps its share of {gpus} while it holds GPU data of its own; "
+                "the share ends with the kernel (or restart it to give the share back now)."
+            )
 
     @_subcommand(parsers.panel)
     def _panel(self, args: argparse.Namespace) -> None:
@@ -287,6 +296,12 @@ class GpuDaskMagics(Magics):
         if args.history is not None:
             options["history"] = args.history
         show_panel(text=True if args.text else None, **options)
+
+    @_subcommand(parsers.room)
+    def _room(self, args: argparse.Namespace) -> None:
+        from ..cluster.room import room_view
+
+        _display(room_view.table(room_view.read()))
 
     @_subcommand(parsers.config)
     def _config(self, args: argparse.Namespace) -> None:

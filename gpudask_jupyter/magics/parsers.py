@@ -272,6 +272,13 @@ def panel() -> None:
     """
 
 
+@ma.magic_arguments(name="gpu_cluster room")
+def room() -> None:
+    """On a shared GPU server: every GPU, its holders, their memory in use against their
+    share, and who has been idle (other students as counts unless the room-names option
+    shows names)."""
+
+
 @ma.magic_arguments(name="gpu_cluster config")
 def config() -> None:
     """Show every gpudask option, its value in effect and where to set it."""
@@ -287,6 +294,7 @@ SUBCOMMANDS: dict[str, Spec] = {
     "restart": restart,
     "stop": stop,
     "panel": panel,
+    "room": room,
     "config": config,
 }
 
@@ -345,6 +353,7 @@ def gpu_cluster_doc() -> str:
         "    %gpu_cluster scale 1",
         "    %gpu_cluster panel",
         "    %gpu_cluster status --verbose",
+        "    %gpu_cluster room",
         "    %gpu_cluster stop",
         "",
     ]

@@ -1,0 +1,350 @@
+"""A workshop room on one shared machine: N student kernels press Run at once.
+
+Each student is a real ipykernel (jupyter_client) on a machine that counts as shared, running a
+notebook-02-like flow: ``%gpu_cluster start``, a pandas frame, ``%%to_gpu``, a groupby,
+``%%to_cpu``, ``%gpu_cluster stop``. One student first runs the flow alone (the anchor, in the
+same run); then all N kernels, already started, get the flow within the same second.
+
+Printed, one table: students that finished, failed with the share error, or failed otherwise;
+holders per GPU (max − min); time to the first result (the groupby) per student, median and p95,
+against the student alone; peak memory per GPU against its capacity (NVML, sampled); and what
+was left after (processes, leases, registry files, shared memory).
+
+    python benchmarks/room.py --students 16 [--frame 512MiB] [--greedy] [--oversize]
+    python benchmarks/room.py --students 6 --cpu      # no GPU: CPU clusters, seam GPUs
+
+``--greedy``: one student starts with ``--rmm-pool-size 0.9``. ``--oversize``: one student's
+frame is larger than its share. Either must fail with the share error, alone. ``--cpu`` (automatic
+without a GPU) places the kernels on the room's test-seam GPUs (``--seam``, e.g. ``2:16GiB``).
+The exit status is 1 when a student failed for a reason other than the share error, when a
+greedy or oversize student did not get it, or when anything was left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+SHARE_ERROR = "your share of GPU"
+ROWS = 200_000
+
+
+def _flow(frame_bytes: int, pool: bool) -> list[tuple[str, str]]:
+    """The cells of one student, named: the first result is the groupby's."""
+    rows = max(1000, frame_bytes // 16)  # two 8-byte columns
+    start = "%gpu_cluster start --n-workers 1" + (" --rmm-pool-size 0.9" if pool else "")
+    return [
+        ("load", "%load_ext gpudask_jupyter"),
+        ("start", f"client = {start}"),
+        ("imports", "import numpy as np, pandas as pd"),
+        (
+            "to_gpu",  # the cell makes the frame: %%to_gpu moves what a cell creates
+            f"%%to_gpu\ndf = pd.DataFrame({{'k': np.arange({rows}) % 100, 'x': np.ones({rows})}})",
+        ),
+        (
+            "groupby",
+            "result = df.groupby('k').x.sum()\n"
+            "print('RESULT', type(result).__module__, float(result.sum()))",
+        ),
+        ("to_cpu", "%%to_cpu\nhost = result"),
+        ("stop", "%gpu_cluster stop"),
+    ]
+
+
+def _run(kc: Any, code: str, timeout: float = 600) -> tuple[bool, str]:
+    """(ok, everything the cell said), from its iopub messages."""
+    msg_id = kc.execute(code)
+    said: list[str] = []
+    ok = True
+    while True:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            said.append(content["text"])
+        elif kind == "error":
+            ok = False
+            said.append(f"{content['ename']}: {content['evalue']}")
+        elif kind in {"display_data", "execute_result"}:
+            said.append(content["data"].get("text/plain", ""))
+        elif kind == "status" and content["execution_state"] == "idle":
+            break
+    text = "\n".join(said)
+    return ok and "UsageError:" not in text, text  # a magic's error is a UsageError: "ok"
+
+
+class Student:
+    def __init__(self, runtime: Path, env: dict[str, str]) -> None:
+        from jupyter_client.manager import KernelManager
+
+        kernel_id = str(uuid.uuid4())
+        self.km = KernelManager(
+            kernel_name="python3",
+            kernel_id=kernel_id,
+            connection_file=str(runtime / f"kernel-{kernel_id}.json"),
+        )
+        self.km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        self.km.start_kernel(env=env)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=120)
+        self.pid = self.km.provisioner.process.pid
+        self.first_result: float | None = None
+        self.outcome = "finished"
+        self.said = ""
+        self.children: set[int] = set()
+        self.cells: list[str] = []  # what each cell said, for a student that surprised
+        self.context: int | None = None  # the kernel's GPU memory after start: its context
+
+    def run(self, cells: list[tuple[str, str]], go: float) -> None:
+        for name, code in cells:
+            ok, said = _run(self.kc, code)
+            self.cells.append(f"[{name}] {said}")
+            self._note_children()
+            if not ok:
+                self.said = said
+                self.outcome = "share error" if SHARE_ERROR in said else "failed"
+                _run(self.kc, "%gpu_cluster stop")
+                return
+            if name == "start":
+                self.context = _process_memory(self.pid)
+            if name == "groupby":
+                self.first_result = time.monotonic() - go
+
+    def _note_children(self) -> None:
+        import psutil
+
+        try:
+            self.children |= {p.pid for p in psutil.Process(self.pid).children(recursive=True)}
+        except psutil.Error:
+            pass
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        if self.km.is_alive():
+            self.km.shutdown_kernel(now=False)
+
+
+class GpuPeaks(threading.Thread):
+    """The most memory in use per GPU while the room runs, from NVML."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peaks: dict[str, int] = {}
+        self.totals: dict[str, int] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        from gpudask_jupyter.machine import nvml
+
+        while not self.done.wait(0.2):
+            for sample in nvml.sample():
+                if sample.memory_used is not None:
+                    label = sample.uuid
+                    self.peaks[label] = max(self.peaks.get(label, 0), sample.memory_used)
+                    self.totals[label] = sample.memory_total or 0
+
+
+def _process_memory(pid: int) -> int | None:
+    """GPU memory NVML counts for process ``pid`` (None without a GPU or a context)."""
+    from gpudask_jupyter.machine import nvml
+
+    used = [p.memory_used for p in nvml.processes() if p.pid == pid and p.memory_used]
+    return sum(used) if used else None
+
+
+def _shm() -> set[str]:
+    try:
+        return set(os.listdir("/dev/shm"))
+    except OSError:
+        return set()
+
+
+def _holders(room_dir: Path, seam: str | None) -> dict[str, int]:
+    """Holders per GPU now, from the lease files."""
+    from gpudask_jupyter.cluster.room import holder, placement
+    from gpudask_jupyter.cluster.room.leases import RoomDir
+
+    leases = RoomDir(room_dir).leases()
+    return {d.uuid: len(placement.holders_on(leases, d.uuid)) for d in holder.room_devices()}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def main() -> int:
+    from gpudask_jupyter.text.units import format_bytes, parse_bytes
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=16)
+    parser.add_argument("--frame", default="256MiB", help="each student's frame")
+    parser.add_argument("--greedy", action="store_true", help="one student asks for a 0.9 pool")
+    parser.add_argument("--oversize", action="store_true", help="one student's frame > its share")
+    parser.add_argument("--cpu", action="store_true", help="CPU clusters on the seam's GPUs")
+    parser.add_argument("--seam", default="2:16GiB", help="with --cpu: the room's GPUs, N:SIZE")
+    args = parser.parse_args()
+
+    from gpudask_jupyter.machine import nvml
+
+    cpu = args.cpu or not nvml.status().available
+    if cpu and (args.greedy or args.oversize):
+        parser.error("--greedy and --oversize need GPUs: a CPU cluster has no share to exceed")
+    work = Path(tempfile.mkdtemp(prefix="gpudask-room-bench-"))
+    runtime = work / "runtime"
+    runtime.mkdir(mode=0o700)
+    room_dir = work / "room"
+    env = {
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(runtime),
+        "DASK_GPUDASK__SHARED_MACHINE": "true",
+        "DASK_GPUDASK__ROOM_DIR": str(room_dir),
+        "DASK_GPUDASK__ROOM_STUDENTS": str(args.students),
+        "DASK_GPUDASK__ROOM_GPUS": "1",
+    }
+    os.environ["DASK_GPUDASK__ROOM_DIR"] = str(room_dir)
+    if cpu:
+        env["GPUDASK_ROOM_TEST_GPUS"] = args.seam
+        os.environ["GPUDASK_ROOM_TEST_GPUS"] = args.seam
+    frame = parse_bytes(args.frame)
+    shm_before = _shm()
+    peaks = GpuPeaks()
+    peaks.start()
+
+    alone = Student(runtime, env)
+    go = time.monotonic()
+    alone.run(_flow(frame, False), go)
+    alone.close()
+    if alone.first_result is None:
+        print(f"the student alone failed: {alone.said}", file=sys.stderr)
+        return 1
+
+    print(f"starting {args.students} kernels…", file=sys.stderr, flush=True)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        students = list(pool.map(lambda _: Student(runtime, env), range(args.students)))
+    flows = [_flow(frame, False) for _ in students]
+    special: dict[int, str] = {}
+    if args.greedy:
+        flows[0] = _flow(frame, True)
+        special[0] = "greedy"
+    if args.oversize:
+        share = _planned_share(args.students, cpu, args.seam)
+        index = 1 if args.greedy else 0
+        flows[index] = _flow(int(1.2 * share), False)  # above the kernel's half, and the share
+        special[index] = "oversize"
+    holders_max: dict[str, int] = {}
+    sampling = threading.Event()
+
+    def sample_holders() -> None:
+        while not sampling.wait(0.1):
+            for uuid_, count in _holders(room_dir, args.seam if cpu else None).items():
+                holders_max[uuid_] = max(holders_max.get(uuid_, 0), count)
+
+    watcher = threading.Thread(target=sample_holders, daemon=True)
+    watcher.start()
+    go = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(students)) as pool:
+        list(pool.map(lambda pair: pair[0].run(pair[1], go), zip(students, flows, strict=True)))
+    sampling.set()
+    watcher.join()
+    peaks.done.set()
+    for student in students:
+        student.close()
+    time.sleep(2)
+
+    import psutil
+
+    left_processes = [
+        pid for s in [alone, *students] for pid in s.children if psutil.pid_exists(pid)
+    ]
+    left_leases = list(room_dir.glob("*.lease.json")) if room_dir.exists() else []
+    # registry entries and TLS folders; the kernels' Dask log folder stays on purpose
+    left_files = [
+        p.name
+        for p in runtime.iterdir()
+        if p.name.startswith("gpudask") and p.name != "gpudask-logs"
+    ]
+    left_shm = sorted(name for name in _shm() - shm_before if "gpudask" in name)
+
+    finished = [s for s in students if s.outcome == "finished"]
+    share_errors = [i for i, s in enumerate(students) if s.outcome == "share error"]
+    failed = [i for i, s in enumerate(students) if s.outcome == "failed"]
+    times = [s.first_result for s in finished if s.first_result is not None]
+    counts = list(holders_max.values()) or [0]
+    rows = [
+        ("students", f"{len(students)}" + (" (CPU clusters, seam GPUs)" if cpu else "")),
+        ("finished", str(len(finished))),
+        (
+            "failed with the share error",
+            f"{len(share_errors)} {sorted(special.get(i, 'plain') for i in share_errors)}",
+        ),
+        ("failed otherwise", str(len(failed))),
+        ("holders per GPU at most", f"{sorted(counts)} (max − min {max(counts) - min(counts)})"),
+        ("first result alone", f"{alone.first_result:.2f} s"),
+    ]
+    if times:
+        median, p95 = statistics.median(times), _percentile(times, 0.95)
+        rows.append(
+            ("first result, median", f"{median:.2f} s ({median / alone.first_result:.2f}× alone)")
+        )
+        rows.append(("first result, p95", f"{p95:.2f} s ({p95 / alone.first_result:.2f}× alone)"))
+    for uuid_, peak in sorted(peaks.peaks.items()):
+        total = peaks.totals.get(uuid_, 0)
+        rows.append((f"peak memory {uuid_[:12]}", f"{format_bytes(peak)} of {format_bytes(total)}"))
+    contexts = [s.context for s in [alone, *students] if s.context]
+    if contexts:
+        rows.append(
+            (
+                "kernel's GPU memory after start (its CUDA context, not capped)",
+                f"{format_bytes(statistics.median(contexts))} median "
+                f"({format_bytes(min(contexts))}–{format_bytes(max(contexts))})",
+            )
+        )
+    rows.append(("left: processes", str(len(left_processes))))
+    rows.append(("left: leases", str(len(left_leases))))
+    rows.append(("left: registry files", str(len(left_files))))
+    rows.append(("left: shared memory", str(len(left_shm))))
+    shutil.rmtree(work, ignore_errors=True)
+    width = max(len(name) for name, _ in rows)
+    print(f"| {'room':<{width}} | result |")
+    print(f"| {'-' * width} | --- |")
+    for name, value in rows:
+        print(f"| {name:<{width}} | {value} |")
+    for i in failed:
+        print(f"student {i} failed: {students[i].said[-600:]}", file=sys.stderr)
+    for i, what in special.items():
+        if students[i].outcome != "share error":
+            said = "\n".join(students[i].cells)[-3000:]
+            print(f"the {what} student {i} did not get the share error:\n{said}", file=sys.stderr)
+    bad = bool(failed or left_processes or left_leases or left_files or left_shm)
+    bad |= any(students[i].outcome != "share error" for i in special)
+    bad |= len(share_errors) != len(special)
+    return 1 if bad else 0
+
+
+def _planned_share(students: int, cpu: bool, seam: str) -> int:
+    """The auto share a student gets in this room (for ``--oversize``)."""
+    from gpudask_jupyter.cluster.room import holder, placement
+
+    devices = holder.room_devices()
+    plan = placement.planned_holders(students, 1, len(devices), 0)
+    return (
+        devices[0].memory_total // plan - placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""The room: a shared GPU server's students, each on a fair share of its GPUs.
+
+- :mod:`.leases`: the machine-wide lease files, checked so that none can block a start.
+- :mod:`.placement`: which GPU a kernel gets and how much of its memory (the share).
+- :mod:`.caps`: what holds a share: RMM and CuPy caps in the worker and in the kernel.
+- :mod:`.holder`: this kernel's one lease, from its first GPU work to its end.
+- :mod:`.room_view`: the room as ``%gpu_cluster room`` and the views show it.
+
+Only the functions below are called from outside the folder.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ...machine import nvml
+from .holder import Held, undone_on_failure
+
+__all__ = ["Held", "before_kernel_gpu_work", "out_of_memory", "place", "undone_on_failure"]
+
+
+def place(
+    opts: Any, devices: list[nvml.Device], shared: bool
+) -> tuple[Held | None, list[Any], dict[str, Any]]:
+    """A start's or a join's place in the room: (what the kernel holds, the GPUs its workers
+    get, dask-cuda's keywords that cap them). Off a shared machine: (None, ``devices``, {})."""
+    from .. import gpus
+    from . import caps, holder
+
+    if not holder.applies(shared):
+        return None, devices, {}
+    if devices:
+        allowed = gpus.select(None, nvml.devices(), gpus.kernel_restriction())
+    elif os.environ.get(holder.TEST_GPUS):
+        allowed = holder.room_devices()  # a CPU cluster, placed on the seam's GPUs
+    else:
+        return None, devices, {}
+    named = devices if opts.gpus is not None else None
+    held = holder.take(allowed, named, opts.n_workers if devices else None)
+    if not devices:
+        return held, devices, {}
+    shares = [(holder.share_of(d.uuid) or 0, d) for d in held.devices]
+    share, device = min(shares, key=lambda item: item[0])
+    worker_caps = caps.worker_keywords(
+        share, device.memory_total, device.label, opts.rmm_pool_size, opts.device_memory_limit
+    )
+    return held, held.devices, worker_caps
+
+
+def before_kernel_gpu_work() -> None:
+    """Before the kernel's own GPU work (``%%to_gpu``): on a shared machine the kernel takes
+    its place if it has none (pinned to its GPU while CUDA has not started in it), then its cap."""
+    from .. import gpus, security
+    from . import caps, holder
+
+    lease = holder.current()
+    if lease is None:
+        if not holder.applies(bool(security.shared_machine())):
+            return
+        if not nvml.status().available:
+            return
+        allowed = gpus.select(None, nvml.devices(), gpus.kernel_restriction())
+        if not allowed:
+            return
+        lease = holder.take(allowed, None, None).lease
+    if nvml.status().available:  # not on the test seam's GPUs
+        caps.install_kernel_cap(min(share.share for share in lease.gpus))
+    holder.touch()
+
+
+def out_of_memory(need: str) -> tuple[str, str] | None:
+    """(cause, hint) for an allocation of the kernel that failed on a shared machine, where
+    "free what you no longer need" is the wrong advice: the share it hit, or who holds the GPU.
+    None off a shared machine (the caller says what it says anywhere)."""
+    from ...text.units import format_bytes
+    from . import caps, holder, room_view
+
+    lease = holder.current()
+    if lease is not None and caps.kernel_cap() is not None:
+        share = min(lease.gpus, key=lambda s: s.share)
+        return (
+            f"{need}, more than this kernel may take: your share of GPU {share.index} is "
+            f"{format_bytes(share.share)} on this shared machine, "
+            f"{format_bytes(caps.kernel_cap())} of it for this kernel and the rest for its worker",
+            "convert less at a time, spread it over your worker with --distribute, or ask the "
+            "instructor for a larger room-share",
+        )
+    try:
+        room = room_view.read()
+    except Exception:  # the message stands without the room
+        import logging
+
+        logging.getLogger(__name__).debug("room: cannot read it", exc_info=True)
+        return None
+    held = [g for g in room.gpus if g.holdings]
+    if not held:
+        return None
+    others = ", ".join(
+        f"GPU {g.label}: {len(g.holdings)} kernel(s) of the room"
+        + (f" ({', '.join(h.who for h in g.holdings if h.who)})" if room.names else "")
+        for g in held
+    )
+    return (
+        f"{need}; this GPU is shared with other people ({others})",
+        "%gpu_cluster room shows who holds what; ask the instructor",
+    )

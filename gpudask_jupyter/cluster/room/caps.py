@@ -1,0 +1,166 @@
+"""Holding a share: what caps the memory a student's worker and kernel take on their GPU.
+
+A share is split between the kernel (``%%to_gpu``, cuDF and CuPy in the notebook) and its
+workers: :data:`KERNEL_PART` of it for the kernel, the rest for the workers. Each side is capped
+by its own allocator, because no cap spans two processes:
+
+* a worker by dask-cuda's RMM set-up: an asynchronous pool behind a limiting adaptor of the
+  workers' part, CuPy routed through it, and dask-cuda's spilling to host memory set below it so
+  that a large computation spills before it fails;
+* the kernel by an RMM limiting adaptor of its part (cuDF allocates through RMM), with CuPy routed
+  through RMM as well; where RMM is missing, by CuPy's own limit (``CUPY_GPU_MEMORY_LIMIT``).
+
+The kernel is also pinned to its GPU (``CUDA_VISIBLE_DEVICES``) when CUDA has not started in it
+yet, so its own ``%%to_gpu`` lands on the GPU it was given, not on GPU 0 with everybody else's.
+What no allocator caps is the CUDA context of each process (:data:`.placement.CONTEXT_RESERVE`),
+which the placement sets aside.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import sys
+import threading
+from typing import Any
+
+from ...errors import ClusterError
+from ...text.units import format_bytes
+
+log = logging.getLogger(__name__)
+
+#: the part of a share the kernel may take; the workers share the rest
+KERNEL_PART = 0.5
+#: dask-cuda spills a worker's data to host memory above this part of the worker's cap
+SPILL_AT = 0.8
+#: the libraries a worker's RMM set-up routes through the capped resource
+ROUTED_LIBRARIES = ["cupy"]
+
+_lock = threading.Lock()
+_kernel_cap: int | None = None  # the cap installed in this kernel (None: none yet)
+
+
+def kernel_part(share: int) -> int:
+    return int(share * KERNEL_PART)
+
+
+def worker_part(share: int, n_workers: int = 1) -> int:
+    return int(share * (1 - KERNEL_PART)) // max(n_workers, 1)
+
+
+def _size(value: int | float | str | None, total: int) -> int | None:
+    """A dask-cuda size (bytes, a fraction of the GPU, or text such as ``4GiB``) in bytes."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        from ...text.units import parse_bytes
+
+        try:
+            number = float(value)
+        except ValueError:
+            return parse_bytes(value)
+        value = number
+    return int(value * total) if 0 < value <= 1 else int(value)
+
+
+def worker_keywords(
+    share: int,
+    total: int,
+    label: str,
+    rmm_pool_size: int | float | str | None,
+    device_memory_limit: int | float | str | None,
+) -> dict[str, Any]:
+    """dask-cuda's keywords that hold a worker on GPU ``label`` (of ``total`` bytes) within its
+    part of ``share``; :class:`~...errors.ClusterError`, naming the share, for a pool or a spill
+    limit asked beyond it."""
+    cap = worker_part(share)
+    pool = _size(rmm_pool_size, total)
+    if pool is not None and pool > cap:
+        raise ClusterError(
+            f"--rmm-pool-size asks for {format_bytes(pool)}, but your share of GPU {label} is "
+            f"{format_bytes(share)} on this shared machine (its worker may take "
+            f"{format_bytes(cap)}, the kernel the rest); ask for {format_bytes(cap)} or less, "
+            "or leave the pool out. Nothing was started."
+        )
+    limit = _size(device_memory_limit, total)
+    if limit is not None and limit > cap:
+        raise ClusterError(
+            f"--device-memory-limit {format_bytes(limit)} is above the {format_bytes(cap)} "
+            f"your worker may take on GPU {label} (your share is {format_bytes(share)}). "
+            "Nothing was started."
+        )
+    keywords: dict[str, Any] = {
+        "rmm_maximum_pool_size": cap,
+        "device_memory_limit": limit if limit is not None else int(cap * SPILL_AT),
+        "rmm_allocator_external_lib_list": ROUTED_LIBRARIES,
+    }
+    if pool is None:
+        keywords["rmm_async"] = True  # a cap with no memory taken up front
+    return keywords
+
+
+def cuda_started() -> bool:
+    """Whether this process already holds a CUDA context (NVML lists it on a GPU): then
+    ``CUDA_VISIBLE_DEVICES`` no longer changes what it uses. A library merely imported (its
+    driver library mapped, no context yet) does not count; :func:`kernel_devices` checks after."""
+    from ...machine import nvml
+
+    return os.getpid() in {process.pid for process in nvml.processes()}
+
+
+def kernel_devices() -> set[str]:
+    """The UUIDs of the GPUs on which this process holds a CUDA context (NVML's list)."""
+    from ...machine import nvml
+
+    return {process.uuid for process in nvml.processes() if process.pid == os.getpid()}
+
+
+def pin_kernel(identifiers: list[str], share: int) -> bool:
+    """Restrict the kernel to its GPUs and cap CuPy's pool there, while CUDA has not started in
+    it; False (logged) when it has, and the kernel keeps the GPU it already uses."""
+    from .. import gpus
+
+    if cuda_started():
+        log.info("CUDA already runs in this kernel: its own GPU work stays where it is")
+        return False
+    gpus.restrict_kernel(identifiers)
+    os.environ.setdefault("CUPY_GPU_MEMORY_LIMIT", str(kernel_part(share)))
+    return True
+
+
+def install_kernel_cap(share: int) -> int | None:
+    """Cap the kernel's own allocations on its GPU at its part of ``share`` (once; later calls
+    return the cap in place). RMM where it is installed (cuDF and CuPy through it), else CuPy's
+    pool limit. Returns the cap, or None where neither library is here."""
+    global _kernel_cap
+    with _lock:
+        if _kernel_cap is not None:
+            return _kernel_cap
+        cap = kernel_part(share)
+        if importlib.util.find_spec("rmm") is not None:
+            import rmm
+
+            resource = rmm.mr.LimitingResourceAdaptor(
+                rmm.mr.CudaAsyncMemoryResource(), allocation_limit=cap
+            )
+            rmm.mr.set_current_device_resource(resource)
+            if importlib.util.find_spec("cupy") is not None:
+                import cupy
+                from rmm.allocators.cupy import rmm_cupy_allocator
+
+                cupy.cuda.set_allocator(rmm_cupy_allocator)
+        elif "cupy" in sys.modules or importlib.util.find_spec("cupy") is not None:
+            import cupy
+
+            cupy.get_default_memory_pool().set_limit(size=cap)
+        else:
+            return None
+        _kernel_cap = cap
+        log.info("this kernel's GPU allocations are capped at %s", format_bytes(cap))
+        return cap
+
+
+def kernel_cap() -> int | None:
+    """The cap installed in this kernel (None: none)."""
+    return _kernel_cap

@@ -1,0 +1,258 @@
+"""This kernel's lease: taken when it first needs a GPU on a shared machine, ended with it.
+
+On a machine other people use (the ``shared-machine`` option), a start without ``--gpus``
+places the kernel's cluster on its share of the GPUs (:mod:`.placement`) instead of taking every
+GPU; a start with ``--gpus`` leases what it names and says when that GPU is already shared by
+more than its plan. The kernel keeps one lease for the life of its cluster: a ``--replace`` or a
+second start reuses its GPUs (the kernel is pinned to them). ``stop`` ends it, unless the kernel
+itself holds GPU data under its cap; the kernel's end ends it in every case (shutdown, restart,
+SIGTERM through the closers; a SIGKILL leaves a file whose process is gone, which no longer
+counts and is removed at the owner's next start).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import getpass
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ... import config, lifecycle
+from ...errors import ClusterError
+from ...machine import nvml, processes
+from ...registry.kernel_id import kernel_id
+from ...text.units import format_bytes, parse_bytes
+from . import caps, placement
+from .leases import Lease, RoomDir, Share
+
+log = logging.getLogger(__name__)
+
+#: seconds between two rewrites of the lease for activity alone
+ACTIVE_EVERY = 30.0
+#: a test seam for CPU machines: ``N:SIZE`` GPUs the room places on instead of NVML's
+TEST_GPUS = "GPUDASK_ROOM_TEST_GPUS"
+
+_lock = threading.RLock()
+_lease: Lease | None = None
+_room: RoomDir | None = None
+_registered = False
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a placement gave this kernel, for the start's summary."""
+
+    lease: Lease
+    devices: list[nvml.Device]
+    why: str
+    pinned: bool  # the kernel itself runs on these GPUs
+    warning: str = ""
+
+
+def room_devices() -> list[nvml.Device]:
+    """The GPUs the room places on: NVML's, or the test seam's on a machine without GPUs."""
+    seam = os.environ.get(TEST_GPUS)
+    if seam:
+        count, _, size = seam.partition(":")
+        return [
+            nvml.Device(
+                i, f"GPU-00000000-0000-0000-0000-{i:012d}", "room test GPU", parse_bytes(size)
+            )
+            for i in range(int(count))
+        ]
+    return nvml.devices()
+
+
+def room() -> RoomDir:
+    global _room
+    path = Path(str(config.get("room-dir")))
+    if _room is None or _room.path != path:
+        _room = RoomDir(path)
+    return _room
+
+
+def applies(shared: bool) -> bool:
+    """Whether this kernel's GPUs are placed: on a shared machine, unless ``room-gpus`` is 0."""
+    return shared and int(config.get("room-gpus")) > 0
+
+
+def current() -> Lease | None:
+    return _lease
+
+
+def _students(present: int) -> int:
+    asked = int(config.get("room-students"))
+    if asked > 0:
+        return asked
+    from .. import local_users
+
+    people = local_users.others()
+    return max(len(set(people.accounts) | set(people.running)) + 1, present + 1)
+
+
+def _register() -> None:
+    global _registered
+    if not _registered:
+        lifecycle.on_unload(release, lifecycle.FIRST)  # before anything that may be cut short
+        atexit.register(release)
+        _registered = True
+
+
+def _write(directory: RoomDir, devices: Sequence[nvml.Device], shares: dict[str, int]) -> Lease:
+    global _lease
+    pid = os.getpid()
+    now = time.time()
+    lease = Lease(
+        uid=os.getuid(),
+        user=getpass.getuser(),
+        pid=pid,
+        started=processes.process_started(pid) or now,
+        kernel=kernel_id(),
+        gpus=[Share(d.uuid, d.index, shares[d.uuid]) for d in devices],
+        taken=now,
+        active=now,
+    )
+    directory.write(lease)
+    _lease = lease
+    _register()
+    return lease
+
+
+def take(
+    allowed: Sequence[nvml.Device], named: Sequence[nvml.Device] | None, want: int | None
+) -> Held:
+    """Lease GPUs for this kernel: ``named`` ones (``--gpus``) or a placement of ``want`` (by
+    default ``room-gpus``) among ``allowed``.
+    The kernel's lease in place is reused. :class:`~...errors.ClusterError` when the room is
+    full or its directory cannot be used."""
+    with _lock:
+        if _lease is not None:
+            return _reuse(_lease, allowed, named)
+        directory = room()
+        if not directory.prepare():
+            raise ClusterError(
+                f"The room's directory cannot be used: {directory.problem}. Ask the "
+                "administrator to make it (install -d -m 1777 DIR) or set room-dir."
+            )
+        share = config.get("room-share")
+        count = len(named) if named else (want or int(config.get("room-gpus")))
+        with directory.locked():
+            leases = [lease for lease in directory.leases() if lease.pid != os.getpid()]
+            students = _students(len(leases))
+            pool = list(named) if named else list(allowed)
+            chosen = placement.choose(pool, leases, count, share, students)
+            lease = _write(directory, chosen.devices, chosen.shares)
+        warning = _crowded(chosen) if named else ""
+    pinned = caps.pin_kernel([d.uuid for d in chosen.devices], min(chosen.shares.values()))
+    return Held(lease, chosen.devices, chosen.why, pinned, warning)
+
+
+def _crowded(chosen: placement.Placement) -> str:
+    over = [
+        f"GPU {d.label} already has {chosen.holders[d.uuid]} holders, more than its plan "
+        f"of {chosen.planned[d.uuid]}"
+        for d in chosen.devices
+        if chosen.holders[d.uuid] >= chosen.planned[d.uuid]
+    ]
+    return "; ".join(over)
+
+
+def _reuse(
+    lease: Lease, allowed: Sequence[nvml.Device], named: Sequence[nvml.Device] | None
+) -> Held:
+    by_uuid = {d.uuid: d for d in allowed}
+    devices = [by_uuid[share.uuid] for share in lease.gpus if share.uuid in by_uuid]
+    if named and {d.uuid for d in named} != {d.uuid for d in devices}:
+        held = ", ".join(f"GPU {share.index}" for share in lease.gpus)
+        raise ClusterError(
+            f"This kernel holds its share of {held} on this shared machine; --gpus cannot move "
+            "it. Leave --gpus out, or restart the kernel to be placed again."
+        )
+    touch(force=True)
+    return Held(lease, devices, "this kernel's GPUs, kept from its earlier start", False)
+
+
+def share_of(device_uuid: str) -> int | None:
+    lease = _lease
+    if lease is None:
+        return None
+    found = lease.on(device_uuid)
+    return found.share if found else None
+
+
+def set_workers(pids: Sequence[int]) -> None:
+    with _lock:
+        if _lease is None or _room is None:
+            return
+        _lease.workers = sorted(set(pids))
+        _rewrite()
+
+
+def touch(force: bool = False) -> None:
+    """Note that the holder works now (at most every :data:`ACTIVE_EVERY` seconds)."""
+    with _lock:
+        if _lease is None or _room is None:
+            return
+        now = time.time()
+        if force or now - _lease.active >= ACTIVE_EVERY:
+            _lease.active = now
+            _rewrite()
+
+
+def _rewrite() -> None:
+    assert _lease is not None and _room is not None
+    try:
+        _room.write(_lease)
+    except OSError:
+        log.warning("room: cannot rewrite this kernel's lease", exc_info=True)
+
+
+def release(keep_for_kernel: bool = False) -> bool:
+    """End this kernel's lease (True), or keep it while the kernel holds GPU data under its own
+    cap and ``keep_for_kernel`` (False): the share stays with the kernel until it ends."""
+    global _lease
+    with _lock:
+        if _lease is None or _room is None:
+            return False
+        if keep_for_kernel and caps.kernel_cap() is not None:
+            _lease.workers = []
+            _rewrite()
+            return False
+        _room.remove(_lease)
+        _lease = None
+        return True
+
+
+@contextlib.contextmanager
+def undone_on_failure() -> Iterator[None]:
+    """A lease taken inside the block is ended if the block fails (a start that did not
+    happen holds nothing)."""
+    before = _lease
+    try:
+        yield
+    except BaseException:
+        if _lease is not None and _lease is not before:
+            release()
+        raise
+
+
+def describe(held: Held) -> str:
+    """The start's line about the room: which GPU, why, and the share."""
+    parts = []
+    for device in held.devices:
+        share = held.lease.on(device.uuid)
+        if share is not None:
+            parts.append(
+                f"GPU {device.label}: {format_bytes(share.share)} "
+                f"({format_bytes(caps.kernel_part(share.share))} for this kernel, "
+                f"{format_bytes(caps.worker_part(share.share))} for its worker)"
+            )
+    kernel = "" if held.pinned else "; the kernel's own GPU work stays where CUDA started in it"
+    line = f"room: {held.why}. Your share of {'; '.join(parts)}{kernel}"
+    return line + (f". Note: {held.warning}" if held.warning else "")

@@ -1,0 +1,225 @@
+"""The room as its people see it: every GPU, who holds it, what they use against their share.
+
+One reading (:func:`read`) feeds the ``%gpu_cluster room`` table and the views. Memory in use
+is NVML's per-process figure summed over a holder's kernel and its worker processes (the lease
+names them; the kernel's children are found too), so it is true even where a cap could not hold.
+Other students are shown as counts unless the ``room-names`` option lets this user see names
+(the instructors, or ``all``): a student sees their own lease and how many others share each GPU,
+how many of those are idle or above their share, never who.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ... import config
+from ...machine import nvml
+from ...text.table import Table
+from ...text.units import format_bytes, format_seconds
+from . import holder, placement
+from .leases import Lease
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Holding:
+    """One lease on one GPU, as the viewer may see it."""
+
+    who: str  # "you", a user name, or "" when the viewer sees counts only
+    own: bool
+    share: int
+    used: int | None  # bytes in use on this GPU by the holder's processes (None: unknown)
+    idle: float  # seconds since the holder last worked
+    above: bool  # using more than the share (and its contexts)
+    is_idle: bool
+
+
+@dataclass
+class GpuRoom:
+    label: str
+    uuid: str
+    name: str
+    total: int
+    used: int | None
+    utilization: int | None
+    holdings: list[Holding] = field(default_factory=list)
+
+    @property
+    def promised(self) -> int:
+        return sum(
+            h.share + placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
+            for h in self.holdings
+        )
+
+
+@dataclass
+class Room:
+    gpus: list[GpuRoom]
+    names: bool  # whether the viewer sees other holders' names
+    directory: str
+    problem: str = ""  # why the room cannot be read ("" when it can)
+
+
+def sees_names(user: str | None = None) -> bool:
+    """Whether ``user`` (this user) may see other holders' names: the ``room-names`` option."""
+    setting = str(config.get("room-names"))
+    if setting == "all":
+        return True
+    if setting == "none":
+        return False
+    return (user or getpass.getuser()) in setting.split(",")
+
+
+def _family(lease: Lease) -> set[int]:
+    pids = {lease.pid, *lease.workers}
+    try:
+        import psutil
+
+        pids.update(child.pid for child in psutil.Process(lease.pid).children(recursive=True))
+    except Exception:  # psutil.Error, or another user's process we may not read
+        log.debug("room: cannot list the processes of kernel %s", lease.pid, exc_info=True)
+    return pids
+
+
+def _used_by(lease: Lease, uuid: str, per_process: Sequence[nvml.GpuProcess]) -> int | None:
+    family = _family(lease)
+    found = [p.memory_used for p in per_process if p.uuid == uuid and p.pid in family]
+    if not found:
+        return 0 if per_process else None
+    return sum(used or 0 for used in found)
+
+
+def read(now: float | None = None) -> Room:
+    """The room now, as this user may see it."""
+    directory = holder.room()
+    names = sees_names()
+    if not directory.path.is_dir():
+        return Room([], names, str(directory.path), "nobody has taken a share here yet")
+    return build(
+        holder.room_devices(),
+        directory.leases(),
+        nvml.sample(),
+        nvml.processes(),
+        time.time() if now is None else now,
+        names,
+        str(directory.path),
+    )
+
+
+def build(
+    devices: Sequence[nvml.Device],
+    leases: Sequence[Lease],
+    samples: Sequence[nvml.DeviceSample],
+    per_process: Sequence[nvml.GpuProcess],
+    now: float,
+    names: bool,
+    directory: str,
+) -> Room:
+    """The room from its parts, as a viewer who may (``names``) or may not see names sees it."""
+    by_uuid = {s.uuid: s for s in samples}
+    idle_after = float(config.get("room-idle"))
+    reserve = placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
+    rooms = []
+    for device in devices:
+        sample = by_uuid.get(device.uuid)
+        gpu = GpuRoom(
+            device.label,
+            device.uuid,
+            device.name,
+            device.memory_total,
+            sample.memory_used if sample else None,
+            sample.utilization if sample else None,
+        )
+        for lease in placement.holders_on(leases, device.uuid):
+            share = lease.on(device.uuid)
+            assert share is not None
+            used = _used_by(lease, device.uuid, per_process)
+            gpu.holdings.append(
+                Holding(
+                    who=_who(lease, names),
+                    own=lease.uid == os.getuid(),
+                    share=share.share,
+                    used=used,
+                    idle=max(0.0, now - lease.active),
+                    above=used is not None and used > share.share + reserve,
+                    is_idle=now - lease.active > idle_after,
+                )
+            )
+        rooms.append(gpu)
+    return Room(rooms, names, directory)
+
+
+def _who(lease: Lease, names: bool) -> str:
+    if lease.pid == os.getpid():
+        return "you"
+    if lease.uid == os.getuid():
+        return f"you (kernel {lease.pid})"
+    return lease.user if names else ""
+
+
+def _memory(used: int | None, total: int) -> str:
+    return f"{format_bytes(used)} / {format_bytes(total)}" if used is not None else "–"
+
+
+def table(room: Room) -> Table:
+    """``%gpu_cluster room``: a row per GPU, then a row per holder the viewer may see."""
+    title = f"The room: {len(room.gpus)} GPU(s), {sum(len(g.holdings) for g in room.gpus)} holders"
+    out = Table(title, ["GPU", "holder", "share", "in use", "last work", "note"])
+    for gpu in room.gpus:
+        left = max(0, gpu.total - gpu.promised)
+        util = f", {gpu.utilization}% busy" if gpu.utilization is not None else ""
+        out.add(
+            f"{gpu.label} {gpu.name}",
+            f"{len(gpu.holdings)} holder(s)",
+            f"{format_bytes(left)} not promised",
+            _memory(gpu.used, gpu.total) + util,
+            "",
+            "",
+        )
+        hidden = [h for h in gpu.holdings if not h.who]
+        for h in gpu.holdings:
+            if h.who:
+                out.add(
+                    "",
+                    h.who,
+                    format_bytes(h.share),
+                    _memory(h.used, h.share),
+                    f"{format_seconds(h.idle)} ago",
+                    _note(h),
+                )
+        if hidden:
+            idle = sum(h.is_idle for h in hidden)
+            above = sum(h.above for h in hidden)
+            notes = [f"{idle} idle" if idle else "", f"{above} above their share" if above else ""]
+            out.add(
+                "",
+                f"{len(hidden)} other student(s)",
+                format_bytes(sum(h.share for h in hidden)),
+                format_bytes(sum(h.used or 0 for h in hidden)),
+                "",
+                ", ".join(n for n in notes if n),
+            )
+    if room.problem:
+        out.notes.append(room.problem)
+    if not room.names:
+        out.notes.append("other students are shown as counts (the room-names option shows names)")
+    out.notes.append(
+        f"idle: no work for {format_seconds(float(config.get('room-idle')))}; leases in "
+        f"{room.directory}"
+    )
+    return out
+
+
+def _note(h: Holding) -> str:
+    notes = []
+    if h.above:
+        notes.append("above the share")
+    if h.is_idle:
+        notes.append("idle")
+    return ", ".join(notes)

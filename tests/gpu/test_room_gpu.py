@@ -1,0 +1,106 @@
+"""The room on a real GPU, in fresh kernels (CUDA must not have started in them): a share
+holds in the worker and in the kernel, a pool beyond it is refused naming it, a ``%%to_gpu``
+beyond the kernel's part fails for that student alone, and the kernel is pinned to its GPU."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import kernel_factory
+from support import run_cell as run
+
+pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
+
+GiB = 2**30
+
+
+@pytest.fixture
+def kernels(runtime_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.delenv("GPUDASK_ROOM_TEST_GPUS", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_DIR", str(tmp_path / "room"))
+    monkeypatch.setenv("DASK_GPUDASK__SHARED_MACHINE", "true")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "16")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_GPUS", "1")  # the tests' conftest turns it off
+    with kernel_factory(runtime_dir) as start:
+        yield start
+
+
+def _number(output: str, label: str) -> int:
+    return int(output.split(f"{label} ")[1].split()[0])
+
+
+def test_a_share_holds_in_the_worker_and_the_kernel(kernels: Any, tmp_path: Path) -> None:
+    _, kc = kernels()
+    refused = run(kc, "%load_ext gpudask_jupyter\n%gpu_cluster start --rmm-pool-size 0.9")
+    assert "UsageError" in refused["output"], refused["output"]  # a UsageError: status "ok"
+    assert "your share of GPU 0 is" in refused["output"], refused["output"]
+    assert "Nothing was started" in refused["output"]
+    assert list((tmp_path / "room").glob("*.lease.json")) == []  # the refused start holds none
+
+    started = run(kc, "client = %gpu_cluster start")
+    assert started["status"] == "ok", started["output"]
+    assert "room: GPU 0 had nobody else" in started["output"], started["output"]
+    facts = run(
+        kc,
+        "import os, rmm, cupy\n"
+        "from gpudask_jupyter.cluster.room import caps, holder\n"
+        "share = holder.current().gpus[0].share\n"
+        "print('SHARE', share)\n"
+        "print('PINNED', os.environ['CUDA_VISIBLE_DEVICES'].startswith('GPU-'))\n"
+        "print('KERNELCAP', rmm.mr.get_current_device_resource().get_allocation_limit())\n"
+        "def grab(n):\n"
+        "    import cupy\n"
+        "    try:\n"
+        "        a = cupy.empty(n, dtype='u1'); del a; return 'ok'\n"
+        "    except Exception as err:\n"
+        "        return type(err).__name__\n"
+        "cap = caps.worker_part(share)\n"
+        "print('WORKER_IN', list(client.run(grab, int(cap * 0.9)).values())[0])\n"
+        "print('WORKER_OUT', list(client.run(grab, int(cap * 1.1)).values())[0])\n"
+        "kcap = caps.kernel_part(share)\n"
+        "print('KERNEL_IN', grab(int(kcap * 0.9)))\n"
+        "print('KERNEL_OUT', grab(int(kcap * 1.1)))\n",
+    )
+    out = facts["output"]
+    assert facts["status"] == "ok", out
+    share = _number(out, "SHARE")
+    # 16 students planned on one GPU: a sixteenth of it, two contexts set aside
+    assert 7 * GiB < share < 9 * GiB, out
+    assert "PINNED True" in out
+    assert _number(out, "KERNELCAP") == share // 2
+    assert "WORKER_IN ok" in out and "WORKER_OUT ok" not in out, out
+    assert "KERNEL_IN ok" in out and "KERNEL_OUT ok" not in out, out
+
+    failed = run(  # %%to_gpu moves what the cell makes: a frame above the kernel's half
+        kc,
+        "%%to_gpu\n"
+        "import numpy as np, pandas as pd\n"
+        "df = pd.DataFrame({'x': np.ones(int(share * 0.6) // 8)})\n"
+        "small = pd.DataFrame({'x': np.ones(1000)})",
+    )
+    assert "your share of GPU 0 is" in failed["output"], failed["output"]
+    assert "del GPU objects" not in failed["output"]
+    kept = run(kc, "print('KIND', type(df).__module__, type(small).__module__)")
+    assert "KIND pandas" in kept["output"] and kept["output"].count("pandas") == 2  # nothing moved
+    moved = run(kc, "%%to_gpu\nsmall = pd.DataFrame({'x': np.ones(1000)})")
+    assert moved["status"] == "ok", moved["output"]
+    where = run(kc, "print('OK', type(small).__module__)")
+    assert "OK cudf" in where["output"], where["output"]
+    run(kc, "%gpu_cluster stop")
+
+
+def test_two_students_on_one_gpu_each_get_a_share_and_the_room_counts_them(
+    kernels: Any,
+) -> None:
+    _, first = kernels()
+    _, second = kernels()
+    for kc in (first, second):
+        reply = run(kc, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start")
+        assert reply["status"] == "ok", reply["output"]
+    room = run(first, "%gpu_cluster room")["output"]
+    assert "The room: 1 GPU(s), 2 holders" in room, room
+    assert "you (kernel" in room

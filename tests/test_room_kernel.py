@@ -1,0 +1,131 @@
+"""The room with real kernels (jupyter_client) on a shared machine without GPUs: the GPU
+inventory comes through the room's test seam, the clusters are CPU clusters, the leases are
+real. Placement, the start's summary, ``%gpu_cluster room``, stop, and a kernel killed with -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import kernel_factory
+from support import run_cell as run
+
+from gpudask_jupyter.cluster.room import leases, room_view
+
+START = "%load_ext gpudask_jupyter\n%gpu_cluster start --n-workers 1 --memory-limit 1GB"
+
+
+@pytest.fixture
+def room_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    room = tmp_path / "room"
+    monkeypatch.setenv("GPUDASK_ROOM_TEST_GPUS", "2:16GiB")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_DIR", str(room))
+    monkeypatch.setenv("DASK_GPUDASK__SHARED_MACHINE", "true")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "4")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_GPUS", "1")  # the tests' conftest turns it off
+    return room
+
+
+@pytest.fixture
+def kernels(runtime_dir: Path, room_env: Path) -> Iterator[Any]:
+    with kernel_factory(runtime_dir) as start:
+        yield start
+
+
+def _lease_files(room: Path) -> list[Path]:
+    return sorted(room.glob(f"*{leases.SUFFIX}"))
+
+
+def test_students_spread_over_the_gpus_and_see_their_share(kernels: Any, room_env: Path) -> None:
+    _, first = kernels()
+    _, second = kernels()
+    one = run(first, START)
+    assert one["status"] == "ok", one["output"]
+    assert "room: GPU 0 had nobody else" in one["output"], one["output"]
+    # planned for 2 holders a GPU (4 students, 2 GPUs): half of 16 GiB, two contexts set aside
+    assert (
+        "Your share of GPU 0: 7 GiB (3.5 GiB for this kernel, 3.5 GiB for its worker)"
+        in (one["output"])
+    )
+    two = run(second, START)
+    assert "room: GPU 1 had nobody else" in two["output"], two["output"]
+    room = run(first, "%gpu_cluster room")
+    out = room["output"]
+    assert "The room: 2 GPU(s), 2 holders" in out, out
+    assert "you" in out and "you (kernel" in out  # the same user's other kernel
+    assert len(_lease_files(room_env)) == 2
+    stopped = run(first, "%gpu_cluster stop")
+    assert "Cluster stopped" in stopped["output"]
+    assert len(_lease_files(room_env)) == 1  # the first kernel's share ended with its cluster
+    again = run(first, "%gpu_cluster start --n-workers 1 --memory-limit 1GB")
+    assert "room: GPU 0 had nobody else" in again["output"], again["output"]
+
+
+def test_a_kernel_killed_with_9_leaves_a_lease_the_next_start_reclaims(
+    kernels: Any, room_env: Path
+) -> None:
+    km, kc = kernels()
+    assert run(kc, START)["status"] == "ok"
+    files = _lease_files(room_env)
+    assert len(files) == 1
+    os.kill(km.provisioner.process.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while km.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    _, other = kernels()
+    out = run(other, START)["output"]
+    assert "room: GPU 0 had nobody else" in out, out  # the dead kernel's GPU is free again
+    assert not files[0].exists()  # and its lease (this user's) is gone
+
+
+def test_the_kernels_shutdown_ends_its_lease(kernels: Any, room_env: Path) -> None:
+    km, kc = kernels()
+    assert run(kc, START)["status"] == "ok"
+    assert len(_lease_files(room_env)) == 1
+    km.shutdown_kernel(now=False)
+    assert _lease_files(room_env) == []
+
+
+@pytest.mark.usefixtures("room_env")
+def test_a_student_sees_others_as_counts_and_an_instructor_sees_names() -> None:
+    from gpudask_jupyter.cluster.room import holder
+    from gpudask_jupyter.machine import processes
+
+    devices = holder.room_devices()
+    now = time.time()
+    me = processes.process_started(os.getpid()) or now
+    own = leases.Lease(
+        os.getuid(), "me", os.getpid(), me, "k", [leases.Share(devices[0].uuid, 0, 2**30)], now, now
+    )
+    other = leases.Lease(
+        os.getuid() + 1,
+        "alice",
+        3999999,
+        0.0,
+        "k2",
+        [leases.Share(devices[0].uuid, 0, 2**30)],
+        now,
+        0.0,
+    )
+    used = [
+        room_view.nvml.GpuProcess(
+            devices[0].uuid, 3999999, 3 * 2**30, False
+        ),  # alice: above her share
+    ]
+    student = room_view.table(room_view.build(devices, [own, other], [], used, now, False, "room"))
+    text = str(student)
+    assert "alice" not in text and "1 other student(s)" in text
+    assert "1 idle, 1 above their share" in text
+    teacher = str(
+        room_view.table(room_view.build(devices, [own, other], [], used, now, True, "room"))
+    )
+    assert "alice" in teacher and "above the share, idle" in teacher
+    import dask.config
+
+    with dask.config.set({"gpudask.room-names": "teacher,bob"}):
+        assert room_view.sees_names("bob") and not room_view.sees_names("alice")

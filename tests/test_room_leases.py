@@ -1,0 +1,251 @@
+"""The room's leases and placement, on real files and real processes: fair spreading, shares
+that add up, and no planted, corrupt, huge, foreign or dead lease that blocks a start."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gpudask_jupyter.cluster.room import caps, leases, placement
+from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
+from gpudask_jupyter.errors import ClusterError
+from gpudask_jupyter.machine import processes
+from gpudask_jupyter.machine.nvml import Device
+
+GiB = 2**30
+
+
+def gpus(n: int, memory: int = 16 * GiB) -> list[Device]:
+    return [Device(i, f"GPU-{i:08d}-0000-0000-0000-000000000000", "test", memory) for i in range(n)]
+
+
+def lease_of(device: Device, share: int, pid: int | None = None) -> Lease:
+    pid = os.getpid() if pid is None else pid
+    started = processes.process_started(pid) or 0.0
+    now = time.time()
+    return Lease(
+        os.getuid(),
+        "me",
+        pid,
+        started,
+        f"k{pid}",
+        [Share(device.uuid, device.index, share)],
+        now,
+        now,
+    )
+
+
+@pytest.fixture
+def room(tmp_path: Path) -> RoomDir:
+    directory = RoomDir(tmp_path / "room")
+    assert directory.prepare(), directory.problem
+    return directory
+
+
+def test_the_directory_is_made_sticky_and_writable_by_all(room: RoomDir) -> None:
+    assert os.stat(room.path).st_mode & 0o7777 == 0o1777
+
+
+def test_a_directory_that_is_a_symlink_or_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "file").write_text("x")
+    for name in ("link", "file"):
+        directory = RoomDir(tmp_path / name)
+        assert not directory.prepare()
+        assert "not a directory" in directory.problem
+
+
+def test_a_lease_round_trips_and_counts_while_its_kernel_lives(room: RoomDir) -> None:
+    lease = lease_of(gpus(1)[0], 4 * GiB)
+    room.write(lease)
+    found = room.leases()
+    assert [(x.pid, x.gpus) for x in found] == [(lease.pid, lease.gpus)]
+    assert os.stat(lease.path).st_mode & 0o777 == 0o644  # type: ignore[arg-type]
+    room.remove(lease)
+    assert room.leases() == []
+
+
+def test_planted_files_are_ignored_with_a_log_line_and_never_raise(
+    room: RoomDir, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="gpudask_jupyter.cluster.room.leases")
+    good = lease_of(gpus(1)[0], GiB)
+    room.write(good)
+    suffix = leases.SUFFIX
+    (room.path / f"corrupt{suffix}").write_text("{not json")
+    (room.path / f"huge{suffix}").write_bytes(b" " * (leases.MAX_LEASE + 1))
+    (room.path / f"list{suffix}").write_text("[1, 2]")
+    (room.path / f"version{suffix}").write_text(json.dumps({"version": 99}))
+    os.mkfifo(room.path / f"fifo{suffix}")  # opening it for reading would wait for ever
+    (room.path / f"link{suffix}").symlink_to("/dev/zero")
+    (room.path / f"dir{suffix}").mkdir()
+    data = json.loads(good.to_json())
+    data["uid"] = os.getuid() + 1  # a lease in another user's name, in a file of ours
+    (room.path / f"foreign{suffix}").write_text(json.dumps(data))
+    data = json.loads(good.to_json())
+    data["gpus"] = [{"uuid": "GPU-x", "index": -1, "share": 1}]
+    (room.path / f"negative{suffix}").write_text(json.dumps(data))
+    started = time.monotonic()
+    found = room.leases()
+    assert time.monotonic() - started < 2
+    assert [lease.pid for lease in found] == [good.pid]
+    said = caplog.text
+    for name in ("corrupt", "huge", "fifo", "link", "foreign", "negative", "version"):
+        assert f"{name}{suffix}" in said, name
+    assert "names uid" in said
+
+
+def test_a_dead_kernels_lease_no_longer_counts_and_its_owner_removes_it(room: RoomDir) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    dead = lease_of(gpus(1)[0], GiB, pid=os.getpid())
+    dead.pid = child.pid  # a pid whose process has ended
+    dead.started = time.time() - 5
+    path = room.write(dead)
+    assert room.leases() == []
+    assert not path.exists()
+
+
+def test_a_reused_pid_does_not_keep_a_lease(room: RoomDir) -> None:
+    lease = lease_of(gpus(1)[0], GiB)
+    lease.started -= 3600  # the same pid, another start: the kernel that wrote it is gone
+    room.write(lease)
+    assert room.leases() == []
+
+
+def _hold_lock(path: str, ready: multiprocessing.synchronize.Event, seconds: float) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    ready.set()
+    time.sleep(seconds)
+
+
+def test_a_lock_held_for_ever_delays_a_start_only_by_the_deadline(
+    room: RoomDir, caplog: pytest.LogCaptureFixture
+) -> None:
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    holder = context.Process(target=_hold_lock, args=(str(room.path / leases.LOCK_NAME), ready, 60))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        started = time.monotonic()
+        with room.locked(wait=0.5) as held:
+            assert not held
+        assert 0.4 < time.monotonic() - started < 3
+        assert "held for more than" in caplog.text
+    finally:
+        holder.kill()
+        holder.join()
+    with room.locked(wait=0.5) as held:
+        assert held
+
+
+def test_a_planted_lock_that_cannot_be_opened_does_not_block(room: RoomDir) -> None:
+    os.mkfifo(room.path / leases.LOCK_NAME)
+    with room.locked(wait=0.2) as held:
+        assert not held
+
+
+# -- placement ------------------------------------------------------------------------------------
+
+
+def test_thirty_students_on_eight_gpus_differ_by_at_most_one_and_shares_fit() -> None:
+    devices = gpus(8, 80 * GiB)
+    held: list[Lease] = []
+    for _ in range(30):
+        chosen = placement.choose(devices, held, 1, "auto", 30)
+        device = chosen.devices[0]
+        held.append(lease_of(device, chosen.shares[device.uuid]))
+    counts = Counter(lease.gpus[0].uuid for lease in held)
+    assert max(counts.values()) - min(counts.values()) <= 1
+    for device in devices:
+        assert placement.promised(held, device.uuid) <= device.memory_total
+    # planned for 4 holders a GPU (30 over 8): a quarter, the contexts set aside
+    assert held[0].gpus[0].share == 20 * GiB - 2 * placement.CONTEXT_RESERVE
+
+
+def test_more_students_than_planned_get_what_is_left_then_a_clear_refusal() -> None:
+    devices = gpus(1, 8 * GiB)
+    held: list[Lease] = []
+    for _ in range(3):
+        chosen = placement.choose(devices, held, 1, 0.25, 2)
+        held.append(lease_of(devices[0], chosen.shares[devices[0].uuid]))
+    assert placement.promised(held, devices[0].uuid) <= 8 * GiB
+    # a quarter (2 GiB) and two contexts each: the third gets the 1 GiB left, the fourth none
+    assert [lease.gpus[0].share for lease in held] == [2 * GiB, 2 * GiB, GiB]
+    with pytest.raises(ClusterError, match=r"No GPU here has room for another share .*3 holders"):
+        placement.choose(devices, held, 1, 0.25, 2)
+
+
+def test_named_gpus_are_leased_and_a_crowded_one_is_said() -> None:
+    devices = gpus(2)
+    held = [lease_of(devices[0], GiB) for _ in range(2)]
+    chosen = placement.choose([devices[0]], held, 1, "auto", 2)
+    assert chosen.devices == [devices[0]]
+    assert chosen.holders[devices[0].uuid] == 2 and chosen.planned[devices[0].uuid] == 3
+
+
+def test_worker_caps_hold_the_workers_half_and_refuse_a_larger_pool() -> None:
+    share = 8 * GiB
+    keywords = caps.worker_keywords(share, 140 * GiB, "0", None, None)
+    assert keywords["rmm_maximum_pool_size"] == 4 * GiB
+    assert keywords["rmm_async"] is True
+    assert keywords["device_memory_limit"] == int(4 * GiB * caps.SPILL_AT)
+    assert keywords["rmm_allocator_external_lib_list"] == ["cupy"]
+    with pytest.raises(ClusterError, match=r"your share of GPU 0 is 8 GiB.*Nothing was started"):
+        caps.worker_keywords(share, 140 * GiB, "0", 0.9, None)
+    with pytest.raises(ClusterError, match="--device-memory-limit"):
+        caps.worker_keywords(share, 140 * GiB, "0", None, "6GiB")
+    pooled = caps.worker_keywords(share, 140 * GiB, "0", "2GiB", None)
+    assert "rmm_async" not in pooled and pooled["rmm_maximum_pool_size"] == 4 * GiB
+
+
+# -- thirty starts in the same second, as processes ----------------------------------------------
+
+
+def _take(room_dir: str, go: multiprocessing.synchronize.Event, done: object, stay: object) -> None:
+    os.environ["GPUDASK_ROOM_TEST_GPUS"] = "4:16GiB"
+    os.environ["DASK_GPUDASK__ROOM_DIR"] = room_dir
+    os.environ["DASK_GPUDASK__ROOM_STUDENTS"] = "12"
+    from gpudask_jupyter.cluster.room import holder
+
+    devices = holder.room_devices()
+    go.wait()
+    held = holder.take(devices, None, None)
+    done.put((held.devices[0].uuid, held.lease.gpus[0].share))  # type: ignore[attr-defined]
+    stay.wait()  # type: ignore[attr-defined]
+
+
+def test_starts_at_the_same_moment_spread_evenly(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    go, stay = context.Event(), context.Event()
+    done = context.Queue()
+    room_dir = str(tmp_path / "room")
+    students = [context.Process(target=_take, args=(room_dir, go, done, stay)) for _ in range(12)]
+    for student in students:
+        student.start()
+    try:
+        time.sleep(3)  # every process imported what it needs
+        go.set()
+        results = [done.get(timeout=120) for _ in students]
+        counts = Counter(uuid for uuid, _ in results)
+        assert len(counts) == 4 and set(counts.values()) == {3}, counts
+        assert len({share for _, share in results}) == 1
+        assert len(RoomDir(Path(room_dir)).leases()) == 12
+    finally:
+        stay.set()
+        for student in students:
+            student.join(30)
+    assert RoomDir(Path(room_dir)).leases() == []  # their kernels ended: nothing counts
