@@ -129,3 +129,64 @@ def test_a_student_sees_others_as_counts_and_an_instructor_sees_names() -> None:
 
     with dask.config.set({"gpudask.room-names": "teacher,bob"}):
         assert room_view.sees_names("bob") and not room_view.sees_names("alice")
+
+
+def test_the_lease_keeps_the_time_of_the_clusters_last_work(
+    room_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dask.config
+    from distributed import Client, LocalCluster
+
+    from gpudask_jupyter import compat
+    from gpudask_jupyter.cluster.room import holder
+
+    for pinned in ("CUDA_VISIBLE_DEVICES", "CUPY_GPU_MEMORY_LIMIT"):  # the lease pins this process
+        monkeypatch.delenv(pinned, raising=False)  # and monkeypatch puts them back after
+    with dask.config.set({"gpudask.room-dir": str(room_env)}):
+        held = holder.take(holder.room_devices(), None, None)
+        try:
+            lease = held.lease
+            lease.active = time.time() - 3600  # as if the holder had not worked for an hour
+            holder.touch(force=False)  # not yet 30 s since the last write: nothing changes
+            with (
+                LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster,
+                Client(cluster) as client,
+            ):
+                before = time.time()
+                client.submit(time.sleep, 0.5).result()
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    idle = client.run_on_scheduler(
+                        lambda dask_scheduler: compat.idle_since(dask_scheduler)
+                    )
+                    if idle is not None and idle >= before:
+                        break
+                    time.sleep(0.1)
+                assert idle is not None and idle >= before + 0.4  # when the task ended
+                holder.watch(lambda: idle, every=0.05)
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline and lease.active < before:
+                    time.sleep(0.05)
+            on_disk = leases.lease_from_json(lease.path.read_bytes())  # type: ignore[union-attr]
+            assert abs(on_disk.active - idle) < 0.01
+        finally:
+            holder.release()
+    assert holder.current() is None and _lease_files(room_env) == []
+
+
+@pytest.mark.usefixtures("room_env")
+def test_the_room_shows_each_holders_share_of_the_gpus_multiprocessors() -> None:
+    from gpudask_jupyter.cluster.room import holder
+    from gpudask_jupyter.machine import processes
+
+    devices = holder.room_devices()
+    now = time.time()
+    me = processes.process_started(os.getpid()) or now
+    own = leases.Lease(
+        os.getuid(), "me", os.getpid(), me, "k", [leases.Share(devices[1].uuid, 1, 2**30)], now, now
+    )
+    room = room_view.build(
+        devices, [own], [], [], now, False, "room", {(devices[1].uuid, os.getpid()): 37}
+    )
+    assert room.gpus[1].holdings[0].utilization == 37
+    assert "37% busy" in str(room_view.table(room))

@@ -172,6 +172,7 @@ class ClusterSession:
         if self.room is None:
             return
         room_holder.set_workers(self.pids.known())
+        room_holder.watch(self._last_work)
         if self.devices:
             room_caps.install_kernel_cap(min(s.share for s in self.room.lease.gpus))
             where = room_caps.kernel_devices()
@@ -179,6 +180,17 @@ class ClusterSession:
             if self.room.pinned and where - ours:
                 log.warning("the kernel works on %s, not on its GPUs %s", where, sorted(ours))
                 self.room = dataclasses.replace(self.room, pinned=False)
+
+    def _last_work(self) -> float | None:
+        """When the cluster last worked: now while it has tasks, else when it ran out of them."""
+        if not self.alive:
+            return None
+        idle = compat.run_on_scheduler(
+            self.client,
+            lambda dask_scheduler: compat.idle_since(dask_scheduler),
+            CALL_TIMEOUT,
+        )
+        return time.time() if idle is None else float(idle)
 
     # -- properties -----------------------------------------------------------------------------
 

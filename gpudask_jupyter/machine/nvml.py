@@ -302,3 +302,25 @@ def processes() -> list[GpuProcess]:
             used = getattr(proc, "usedGpuMemory", None)
             out.append(GpuProcess(device.uuid, proc.pid, used, _owner_uid(proc.pid) == me))
     return out
+
+
+#: seconds of NVML's per-process utilisation samples that :func:`process_utilization` reads
+UTILIZATION_WINDOW = 5.0
+
+
+def process_utilization() -> dict[tuple[str, int], int]:
+    """Each process's share of its GPU's streaming multiprocessors (%), by (device UUID, pid),
+    over the last :data:`UTILIZATION_WINDOW` seconds; empty where NVML keeps no such samples
+    (MIG instances, some boards, no recent work)."""
+    import time
+
+    _ensure()
+    if not _status.available:
+        return {}
+    since = int((time.time() - UTILIZATION_WINDOW) * 1e6)  # NVML counts in microseconds
+    out: dict[tuple[str, int], int] = {}
+    for device, handle in _handles:
+        for sample in _call(_pynvml.nvmlDeviceGetProcessUtilization, handle, since) or []:
+            key = (device.uuid, int(sample.pid))
+            out[key] = max(out.get(key, 0), int(sample.smUtil))
+    return out

@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,7 @@ _lock = threading.RLock()
 _lease: Lease | None = None
 _room: RoomDir | None = None
 _registered = False
+_watch: _Activity | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,53 @@ class Held:
     why: str
     pinned: bool  # the kernel itself runs on these GPUs
     warning: str = ""
+
+
+class _Activity(threading.Thread):
+    """Keeps the lease's ``active`` time true while the holder's cluster works: every
+    :data:`ACTIVE_EVERY` seconds it asks ``probe`` when the work last ran (None: unknown)."""
+
+    def __init__(self, probe: Callable[[], float | None], every: float) -> None:
+        super().__init__(name="gpudask-room-activity", daemon=True)
+        self.probe = probe
+        self.every = every
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every):
+            try:
+                last = self.probe()
+            except Exception:  # a scheduler that went away: the magics say so, not this thread
+                log.debug("room: cannot ask the scheduler when it last worked", exc_info=True)
+                continue
+            if last is not None:
+                worked(last)
+
+
+def watch(probe: Callable[[], float | None], every: float = ACTIVE_EVERY) -> None:
+    """Refresh the lease's last work from ``probe`` (the cluster's scheduler) every ``every``
+    seconds until released."""
+    global _watch
+    with _lock:
+        if _watch is not None:
+            _watch.stopped.set()
+        _watch = _Activity(probe, every)
+        _watch.start()
+
+
+def _unwatch() -> None:
+    global _watch
+    if _watch is not None:
+        _watch.stopped.set()
+        _watch = None
+
+
+def worked(when: float) -> None:
+    """Note work that ran at ``when`` (seconds since the epoch), if later than the last noted."""
+    with _lock:
+        if _lease is not None and _room is not None and when > _lease.active + 1:
+            _lease.active = min(when, time.time())
+            _rewrite()
 
 
 def room_devices() -> list[nvml.Device]:
@@ -218,6 +266,7 @@ def release(keep_for_kernel: bool = False) -> bool:
     cap and ``keep_for_kernel`` (False): the share stays with the kernel until it ends."""
     global _lease
     with _lock:
+        _unwatch()
         if _lease is None or _room is None:
             return False
         if keep_for_kernel and caps.kernel_cap() is not None:

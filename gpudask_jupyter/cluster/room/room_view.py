@@ -14,7 +14,7 @@ import getpass
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ... import config
@@ -38,6 +38,7 @@ class Holding:
     idle: float  # seconds since the holder last worked
     above: bool  # using more than the share (and its contexts)
     is_idle: bool
+    utilization: int | None = None  # % of the GPU's multiprocessors its processes use (NVML)
 
 
 @dataclass
@@ -87,8 +88,7 @@ def _family(lease: Lease) -> set[int]:
     return pids
 
 
-def _used_by(lease: Lease, uuid: str, per_process: Sequence[nvml.GpuProcess]) -> int | None:
-    family = _family(lease)
+def _used_by(family: set[int], uuid: str, per_process: Sequence[nvml.GpuProcess]) -> int | None:
     found = [p.memory_used for p in per_process if p.uuid == uuid and p.pid in family]
     if not found:
         return 0 if per_process else None
@@ -109,6 +109,7 @@ def read(now: float | None = None) -> Room:
         time.time() if now is None else now,
         names,
         str(directory.path),
+        nvml.process_utilization(),
     )
 
 
@@ -120,8 +121,10 @@ def build(
     now: float,
     names: bool,
     directory: str,
+    utilization: Mapping[tuple[str, int], int] | None = None,
 ) -> Room:
-    """The room from its parts, as a viewer who may (``names``) or may not see names sees it."""
+    """The room from its parts, as a viewer who may (``names``) or may not see names sees it;
+    ``utilization``: NVML's per-process figures, by (GPU UUID, pid)."""
     by_uuid = {s.uuid: s for s in samples}
     idle_after = float(config.get("room-idle"))
     reserve = placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
@@ -139,7 +142,13 @@ def build(
         for lease in placement.holders_on(leases, device.uuid):
             share = lease.on(device.uuid)
             assert share is not None
-            used = _used_by(lease, device.uuid, per_process)
+            family = _family(lease)
+            used = _used_by(family, device.uuid, per_process)
+            busy = [
+                percent
+                for (uuid, pid), percent in (utilization or {}).items()
+                if uuid == device.uuid and pid in family
+            ]
             gpu.holdings.append(
                 Holding(
                     who=_who(lease, names),
@@ -149,6 +158,7 @@ def build(
                     idle=max(0.0, now - lease.active),
                     above=used is not None and used > share.share + reserve,
                     is_idle=now - lease.active > idle_after,
+                    utilization=max(busy) if busy else None,
                 )
             )
         rooms.append(gpu)
@@ -189,7 +199,8 @@ def table(room: Room) -> Table:
                     "",
                     h.who,
                     format_bytes(h.share),
-                    _memory(h.used, h.share),
+                    _memory(h.used, h.share)
+                    + (f", {h.utilization}% busy" if h.utilization is not None else ""),
                     f"{format_seconds(h.idle)} ago",
                     _note(h),
                 )
