@@ -9,6 +9,8 @@ subscriptions and polling requests of its consumers. Its parts, each in its own 
 - :mod:`.sampling` — the thread and one tick: :mod:`.local_gpus` (NVML) and :mod:`.trackers`
   (one per cluster: task stream, progress, workers (:mod:`.workers`) and their heartbeat GPUs,
   asked through a :mod:`.callers` call that never makes one cluster wait for another);
+- :mod:`.room_watch` — the room of a shared GPU server, read every few seconds, where the host
+  reads one;
 - :mod:`.assembly` — a consumer's frame from the buffers, after its :mod:`.cursor`.
 """
 
@@ -23,6 +25,7 @@ from ..schema.frame import Frame, clamp_history
 from .assembly import assemble
 from .consumers import Consumers
 from .cursor import BadCursor, Cursor
+from .room_watch import RoomRead
 from .sampling import THREAD_NAME, Sampler, SamplingThread
 from .trackers import Source
 
@@ -32,9 +35,14 @@ log = logging.getLogger(__name__)
 
 
 class Monitor:
-    def __init__(self, sources: Callable[[], dict[str, Source]]) -> None:
+    def __init__(
+        self, sources: Callable[[], dict[str, Source]], room: RoomRead | None = None
+    ) -> None:
+        """``sources``: the clusters to follow, by frame key; ``room``: how to read the room of
+        a shared GPU server for each frame key's viewer (:mod:`.room_watch`), if this host
+        shows it."""
         self._consumers = Consumers(config.get("refresh-interval"), config.get("history"))
-        self._sampler = Sampler(sources)
+        self._sampler = Sampler(sources, room)
         self._thread = SamplingThread(
             self._step,
             lambda: self.interval,

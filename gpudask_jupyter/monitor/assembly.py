@@ -50,7 +50,8 @@ def assemble(
             progress=[],
             processes=sampler.processes,
             waiting=[],
-            messages=[error] if error else [],
+            messages=[m for m in (error, sampler.room.problem) if m],
+            room=sampler.room.part(key),
         )
         if tracker is not None:
             _add_cluster(frame, tracker, None if resume is None else resume.tasks, now)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from ..schema.frame import HISTORY_RANGE, INTERVAL_RANGE, DeviceReading, Processes, Sample
 from .local_gpus import LocalGpus
+from .room_watch import RoomRead, RoomWatch
 from .taskstream import SeqBuffer
 from .trackers import CALL_TIMEOUT, ClusterTracker, Source, Trackers, local_hosts
 
@@ -44,13 +45,17 @@ def _everything(key: str) -> bool:
 
 class Sampler:
     """What has been read: GPU samples (this machine's and heartbeat GPUs), one tracker per
-    cluster, GPU processes. ``lock`` guards all of it; frames are assembled under it."""
+    cluster, GPU processes, the room where the host reads one. ``lock`` guards all of it; frames
+    are assembled under it."""
 
-    def __init__(self, sources: Callable[[], dict[str, Source]]) -> None:
+    def __init__(
+        self, sources: Callable[[], dict[str, Source]], room: RoomRead | None = None
+    ) -> None:
         self.lock = threading.RLock()
         self.samples: SeqBuffer[Sample] = SeqBuffer(MAX_SAMPLES)
         self.trackers = Trackers(sources)
         self.local = LocalGpus()
+        self.room = RoomWatch(room)
         self.processes: Processes | None = None
         self.ticks = 0
         self._hosts = local_hosts()
@@ -86,6 +91,7 @@ class Sampler:
             for tracker in polled:
                 tracker.held_memory(listing)
             sample = Sample(t=now, values={key: r.values() for key, r in readings.items()})
+            self.room.tick()  # every few seconds only
             with self.lock:
                 self.samples.append(now, sample)
                 oldest = now - history

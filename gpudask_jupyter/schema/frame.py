@@ -234,6 +234,67 @@ class Processes(TypedDict):
     """Processes of other users: only counted."""
 
 
+class RoomHolder(TypedDict):
+    """A holder of a share of one GPU whom the viewer may see: their own kernels always, other
+    people only where the ``room-names`` option shows this user names."""
+
+    who: str
+    """"you" (the kernel this view follows), "you (kernel 1234)" (another kernel of this user)
+    or a user name: user-visible text."""
+    you: bool
+    """The lease of the kernel this view follows."""
+    share: int
+    """Bytes of the GPU's memory the holder may take."""
+    used: int | None
+    """Bytes in use on this GPU by the holder's processes; None where unknown (no NVML)."""
+    utilization: float | None
+    """Percent of the GPU's multiprocessors the holder's processes use, where NVML samples it
+    per process; else None."""
+    last_work: float
+    """When the holder last worked (a magic, a task), seconds since the epoch."""
+    above: bool
+    """Using more than the share and its CUDA contexts."""
+    idle: bool
+    """No work for longer than the room's idle time (``RoomInfo.idle_after``)."""
+
+
+class RoomGpu(TypedDict):
+    """One GPU of the room: what it has, who holds it, what is left."""
+
+    id: str
+    """The GPU's UUID: a device's id where the frame lists it."""
+    label: str
+    name: str
+    """The model, e.g. "NVIDIA H200": user-visible text."""
+    memory_total: int
+    memory_used: int | None
+    """Bytes in use on the GPU, everybody's; None where unknown (no NVML)."""
+    utilization: float | None
+    """Percent, the whole GPU."""
+    holders: int
+    """Leases on this GPU, the viewer's included."""
+    not_promised: int
+    """Bytes of its memory no share (nor its CUDA contexts) is promised: what is left to give."""
+    shown: list[RoomHolder]
+    """The holders the viewer may see, the kernel this view follows first."""
+    others: int
+    """Holders not shown: other people, counted only."""
+    others_idle: int
+    others_above: int
+    """Of the holders not shown, how many use more than their share."""
+
+
+class RoomInfo(TypedDict):
+    """The room of a shared GPU server (students, each with a lease on a share of a GPU) as this
+    user may see it; read every few seconds."""
+
+    gpus: list[RoomGpu]
+    names: bool
+    """Whether this user sees other holders' names (the ``room-names`` option)."""
+    idle_after: float
+    """Seconds without work after which a holder counts as idle (the ``room-idle`` option)."""
+
+
 class Frame(TypedDict):
     version: int
     kind: Literal["snapshot", "delta"]
@@ -253,6 +314,8 @@ class Frame(TypedDict):
     waiting: list[ResourceWait]
     """Resources asked for by waiting tasks and offered by no worker: such tasks never run."""
     messages: list[str]
+    room: RoomInfo | None
+    """The room of a shared GPU server; None off a shared machine or while no lease counts."""
 
 
 def _limits(option: str) -> tuple[float, float]:

@@ -6,6 +6,8 @@ reconnects or logs when a cluster stops. A cluster whose entry disappears, or wh
 server's kernel manager reports gone (:mod:`.liveness`), stops being sampled and shows as
 stopped, its history kept. In a cluster a kernel joined, its own workers are those its entry lists
 (the kernel writes the entry again when they change), read afresh whenever the monitor asks.
+On a shared GPU server the monitor reads the room too, for the notebook in focus
+(:func:`server_room`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from .. import registry
 from ..monitor import Monitor, Source
 from ..monitor.callers import CommCaller
+from ..monitor.room_watch import RoomParts
 from ..monitor.trackers import CONNECT_TIMEOUT
 from .liveness import KernelLiveness
 
@@ -98,6 +101,14 @@ def _source(entry: registry.Entry, ours: Callable[[str], bool] | None = None) ->
     )
 
 
+def server_room(now: float) -> RoomParts | None:
+    """The room for the sidebar: each frame key is a kernel's id, so the lease of the notebook
+    in focus is the one marked "you". Read on the monitor's thread."""
+    from ..cluster.room import views_reader
+
+    return views_reader(lambda key: key)(now)
+
+
 _monitor: Monitor | None = None
 _sources: RegistrySources | None = None
 _kernel_manager: Any = None
@@ -116,7 +127,7 @@ def _started() -> tuple[Monitor, RegistrySources]:
         if _monitor is None or _sources is None:
             kernels = KernelLiveness(_kernel_manager) if _kernel_manager is not None else None
             _sources = RegistrySources(kernels)
-            _monitor = Monitor(_sources)
+            _monitor = Monitor(_sources, room=server_room)
         return _monitor, _sources
 
 

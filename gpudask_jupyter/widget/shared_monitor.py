@@ -2,7 +2,8 @@
 
 The monitor is told which cluster to follow by the sources function registered here, which reads
 :func:`..cluster.session.current` on every tick: a cluster started, replaced or stopped by
-``%gpu_cluster`` shows up in the panels without either side calling the other.
+``%gpu_cluster`` shows up in the panels without either side calling the other. On a shared GPU
+server it reads the room too (:func:`kernel_room`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 from ..cluster import session as cluster_session
 from ..monitor import Monitor, Source
 from ..monitor.callers import ClientCaller
+from ..monitor.room_watch import RoomParts
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +49,22 @@ def kernel_sources() -> dict[str, Source]:
     return {KEY: source}
 
 
+def kernel_room(now: float) -> RoomParts | None:
+    """The room as this kernel's panels show it (the room of a shared GPU server, this kernel's
+    lease marked "you"); None where there is none. Read on the monitor's thread."""
+    from ..cluster.room import views_reader
+    from ..registry.kernel_id import kernel_id
+
+    own = kernel_id()
+    return views_reader(lambda key: own)(now)
+
+
 def kernel_monitor() -> Monitor:
     """The kernel's monitor, made on first use."""
     global _monitor
     with _lock:
         if _monitor is None:
-            _monitor = Monitor(kernel_sources)
+            _monitor = Monitor(kernel_sources, room=kernel_room)
         return _monitor
 
 

@@ -101,6 +101,7 @@ export function frame(overrides: Partial<Frame> = {}): Frame {
     processes: null,
     waiting: [],
     messages: [],
+    room: null,
     ...overrides
   };
 }

@@ -5,6 +5,7 @@
 - :mod:`.caps`: what holds a share: RMM and CuPy caps in the worker and in the kernel.
 - :mod:`.holder`: this kernel's one lease, from its first GPU work to its end.
 - :mod:`.room_view`: the room as ``%gpu_cluster room`` and the views show it.
+- :mod:`.room_part`: the room as the Frame carries it to the panel and the sidebar.
 
 Only the functions below are called from outside the folder.
 """
@@ -12,12 +13,23 @@ Only the functions below are called from outside the folder.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...machine import nvml
 from .holder import Held, undone_on_failure
 
-__all__ = ["Held", "before_kernel_gpu_work", "out_of_memory", "place", "undone_on_failure"]
+if TYPE_CHECKING:
+    from ...schema.frame import RoomInfo
+
+__all__ = [
+    "Held",
+    "before_kernel_gpu_work",
+    "out_of_memory",
+    "place",
+    "undone_on_failure",
+    "views_reader",
+]
 
 
 def place(
@@ -105,3 +117,14 @@ def out_of_memory(need: str) -> tuple[str, str] | None:
         f"{need}; this GPU is shared with other people ({others})",
         "%gpu_cluster room shows who holds what; ask the instructor",
     )
+
+
+def views_reader(
+    kernel_of: Callable[[str], str],
+) -> Callable[[float], Callable[[str], RoomInfo] | None]:
+    """For a monitor (the panel's in the kernel, the sidebar's in the server): a reading of the
+    room at a time, then each frame key's part for its viewer, whose kernel is ``kernel_of(key)``;
+    None where there is no room. See :mod:`.room_part`."""
+    from . import room_part
+
+    return room_part.reader(kernel_of)

@@ -39,6 +39,7 @@ class Holding:
     above: bool  # using more than the share (and its contexts)
     is_idle: bool
     utilization: int | None = None  # % of the GPU's multiprocessors its processes use (NVML)
+    kernel: str = ""  # the holder's kernel id (the views mark the one they follow "you")
 
 
 @dataclass
@@ -159,6 +160,7 @@ def build(
                     above=used is not None and used > share.share + reserve,
                     is_idle=now - lease.active > idle_after,
                     utilization=max(busy) if busy else None,
+                    kernel=lease.kernel,
                 )
             )
         rooms.append(gpu)

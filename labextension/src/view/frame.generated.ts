@@ -215,6 +215,72 @@ export interface Processes {
   others: number;
 }
 
+/**
+ * A holder of a share of one GPU whom the viewer may see: their own kernels always, other people
+ * only where the `room-names` option shows this user names.
+ */
+export interface RoomHolder {
+  /**
+   * "you" (the kernel this view follows), "you (kernel 1234)" (another kernel of this user) or a
+   * user name: user-visible text.
+   */
+  who: string;
+  /** The lease of the kernel this view follows. */
+  you: boolean;
+  /** Bytes of the GPU's memory the holder may take. */
+  share: number;
+  /** Bytes in use on this GPU by the holder's processes; None where unknown (no NVML). */
+  used: number | null;
+  /**
+   * Percent of the GPU's multiprocessors the holder's processes use, where NVML samples it per
+   * process; else None.
+   */
+  utilization: number | null;
+  /** When the holder last worked (a magic, a task), seconds since the epoch. */
+  last_work: number;
+  /** Using more than the share and its CUDA contexts. */
+  above: boolean;
+  /** No work for longer than the room's idle time (`RoomInfo.idle_after`). */
+  idle: boolean;
+}
+
+/** One GPU of the room: what it has, who holds it, what is left. */
+export interface RoomGpu {
+  /** The GPU's UUID: a device's id where the frame lists it. */
+  id: string;
+  label: string;
+  /** The model, e.g. "NVIDIA H200": user-visible text. */
+  name: string;
+  memory_total: number;
+  /** Bytes in use on the GPU, everybody's; None where unknown (no NVML). */
+  memory_used: number | null;
+  /** Percent, the whole GPU. */
+  utilization: number | null;
+  /** Leases on this GPU, the viewer's included. */
+  holders: number;
+  /** Bytes of its memory no share (nor its CUDA contexts) is promised: what is left to give. */
+  not_promised: number;
+  /** The holders the viewer may see, the kernel this view follows first. */
+  shown: RoomHolder[];
+  /** Holders not shown: other people, counted only. */
+  others: number;
+  others_idle: number;
+  /** Of the holders not shown, how many use more than their share. */
+  others_above: number;
+}
+
+/**
+ * The room of a shared GPU server (students, each with a lease on a share of a GPU) as this user
+ * may see it; read every few seconds.
+ */
+export interface RoomInfo {
+  gpus: RoomGpu[];
+  /** Whether this user sees other holders' names (the `room-names` option). */
+  names: boolean;
+  /** Seconds without work after which a holder counts as idle (the `room-idle` option). */
+  idle_after: number;
+}
+
 export interface Frame {
   version: number;
   kind: 'snapshot' | 'delta';
@@ -234,4 +300,6 @@ export interface Frame {
   /** Resources asked for by waiting tasks and offered by no worker: such tasks never run. */
   waiting: ResourceWait[];
   messages: string[];
+  /** The room of a shared GPU server; None off a shared machine or while no lease counts. */
+  room: RoomInfo | null;
 }

@@ -58,6 +58,7 @@ export function emptyState(): ViewState {
     processes: null,
     waiting: [],
     messages: [],
+    room: null,
     errors: [],
     clusterMemory: [],
     cleared: null,
@@ -152,6 +153,7 @@ export function applyFrame(state: ViewState, value: unknown, limits: Limits = LI
     processes: frame.processes ?? null,
     waiting: frame.waiting ?? [],
     messages: frame.messages ?? [],
+    room: frame.room ?? null,
     errors: [],
     clusterMemory: pruneSamples(
       base.clusterMemory.concat(clusterMemoryPoint(frame)),
