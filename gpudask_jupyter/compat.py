@@ -198,7 +198,7 @@ def offered_resources(scheduler: Any) -> Iterator[Mapping[str, Any]]:
 
 def idle_since(scheduler: Any) -> float | None:
     """When the scheduler last ran out of work (None: it has work now): ``Scheduler.idle_since``,
-    which its own ``check_idle`` keeps every 250 ms (distributed 2024.8 – 2026.8)."""
+    which its own periodic ``check_idle`` keeps (distributed 2024.8 – 2026.8)."""
     value = getattr(scheduler, "idle_since", 0.0)
     return None if value is None else float(value)
 

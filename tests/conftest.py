@@ -14,14 +14,12 @@ import os
 os.environ["DASK_GPUDASK__ROOM_GPUS"] = "0"
 
 import socket
-import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import DaskProcesses
+from support import DaskProcesses, kernel_factory
 
 
 def _gpu_unavailable() -> str | None:
@@ -104,25 +102,8 @@ def scheduler(tmp_path: Path) -> Iterator[DaskProcesses]:
 @pytest.fixture
 def kernel(runtime_dir: Path) -> Iterator[tuple[Any, Any]]:
     """A kernel started the way jupyter_server starts one (connection file kernel-<id>.json)."""
-    from jupyter_client.manager import KernelManager
-
-    kernel_id = str(uuid.uuid4())
-    km = KernelManager(
-        kernel_name="python3",
-        kernel_id=kernel_id,
-        connection_file=str(runtime_dir / f"kernel-{kernel_id}.json"),
-    )
-    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    km.start_kernel()
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    try:
-        yield km, kc
-    finally:
-        kc.stop_channels()
-        if km.is_alive():
-            km.shutdown_kernel(now=True)
+    with kernel_factory(runtime_dir) as start:
+        yield start()
 
 
 @pytest.fixture

@@ -115,3 +115,35 @@ def test_the_snapshot_names_gpus_progress_waiting_and_a_stop() -> None:
         )
     )
     assert "GPUs: no GPU data (no driver)" in no_gpu
+
+
+def test_a_stopped_clusters_panel_keeps_its_final_progress(shell) -> None:
+    """The kernel's panels take a last look before a stop: work that ended after the last
+    sample is counted done, not left at the round before (a Run All that ends with a stop)."""
+    import time
+
+    from gpudask_jupyter.widget import shared_monitor
+
+    shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'false'")
+    client = shell.run_line_magic(
+        "gpu_cluster", "start --n-workers 1 --threads-per-worker 1 --memory-limit 1GB"
+    )
+    monitor = shared_monitor.kernel_monitor()
+    token = monitor.subscribe(lambda: None, interval=10)  # no sample of its own meanwhile
+    try:
+        monitor.tick(wait=5)
+
+        def step(i: int) -> int:
+            time.sleep(0.05)
+            return i
+
+        held = client.map(step, range(20), pure=False)  # results the notebook still holds
+        assert client.gather(held) == list(range(20))
+        shell.run_line_magic("gpu_cluster", "stop")
+        monitor.tick(wait=1)  # the next round finds the cluster gone
+        frame, _ = monitor.frame(shared_monitor.KEY)
+        rows = {row["prefix"]: row for row in frame["progress"]}
+        assert rows["step"]["done"] == rows["step"]["total"] == 20, frame["progress"]
+        assert frame["cluster"] is not None and frame["cluster"]["state"] == "stopped"
+    finally:
+        monitor.unsubscribe(token)

@@ -190,3 +190,48 @@ def test_the_room_shows_each_holders_share_of_the_gpus_multiprocessors() -> None
     )
     assert room.gpus[1].holdings[0].utilization == 37
     assert "37% busy" in str(room_view.table(room))
+
+
+def test_out_of_memory_on_a_shared_gpu_says_who_holds_it_instead_of_advising_del(
+    room_env: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    import dask.config
+
+    from gpudask_jupyter.cluster import room
+    from gpudask_jupyter.cluster.room import holder
+    from gpudask_jupyter.cluster.room.leases import RoomDir
+    from gpudask_jupyter.machine import processes
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = None
+        while started is None:
+            started = processes.process_started(other.pid)
+        device = holder.room_devices()[0]
+        now = time.time()
+        directory = RoomDir(room_env)
+        assert directory.prepare()
+        directory.write(
+            leases.Lease(
+                os.getuid(),
+                "me",
+                other.pid,
+                started,
+                "k2",
+                [leases.Share(device.uuid, 0, 2**30)],
+                now,
+                now,
+            )
+        )
+        with dask.config.set({"gpudask.room-dir": str(room_env)}):
+            said = room.out_of_memory("it needs about 3 GiB")
+        assert said is not None
+        cause, hint = said
+        assert "this GPU is shared with other people (GPU 0: 1 kernel(s) of the room)" in cause
+        assert "%gpu_cluster room" in hint and "del" not in hint
+    finally:
+        other.kill()
+        other.wait()

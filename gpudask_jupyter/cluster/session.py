@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -348,6 +349,8 @@ class ClusterSession:
         if self._closed:
             return
         alive = self.alive
+        if alive:
+            _before_close(self)
         self._closed = True
         if self.joined is not None:
             self.joined.stop_watching()  # it would write the entry again
@@ -369,6 +372,24 @@ class ClusterSession:
         self.main_guard.release()
         if _current is self:
             _set_current(None)
+
+
+_close_hooks: list[Callable[[ClusterSession], object]] = []
+
+
+def before_close(hook: Callable[[ClusterSession], object]) -> None:
+    """Call ``hook(session)`` when a live session is about to close, while its scheduler still
+    answers (the kernel's panels take a last look). Registered once per hook."""
+    if hook not in _close_hooks:
+        _close_hooks.append(hook)
+
+
+def _before_close(session: ClusterSession) -> None:
+    for hook in list(_close_hooks):
+        try:
+            hook(session)
+        except Exception:
+            log.warning("a hook before closing the cluster failed", exc_info=True)
 
 
 def _record_tasks(client: Any) -> None:

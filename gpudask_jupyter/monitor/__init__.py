@@ -120,6 +120,15 @@ class Monitor:
             wait,
         )
 
+    def last_look(self, wait: float) -> None:
+        """One more round now, for the consumers there are (none: nothing), waiting ``wait``
+        seconds at most for the answers: what a cluster about to stop did last, so that a view
+        keeps its final counts, not those of the round before."""
+        if self._consumers.idle():
+            return
+        self.tick(wait)
+        self._consumers.notify(everyone=True)
+
     def answers(self, key: str) -> int:
         """How many times cluster ``key``'s scheduler answered (0 for no such cluster): what a
         cluster's sampling rate is measured by."""

@@ -59,12 +59,25 @@ def kernel_room(now: float) -> RoomParts | None:
     return views_reader(lambda key: own)(now)
 
 
+#: seconds a stop waits for the panels' last look at the cluster
+LAST_LOOK = 2.0
+
+
+def _last_look(session: cluster_session.ClusterSession) -> None:
+    """Before the kernel's cluster stops: one more sample, so that the panels keep its final
+    progress (every round done), not the one of the sample before."""
+    monitor = _monitor
+    if monitor is not None:
+        monitor.last_look(LAST_LOOK)
+
+
 def kernel_monitor() -> Monitor:
     """The kernel's monitor, made on first use."""
     global _monitor
     with _lock:
         if _monitor is None:
             _monitor = Monitor(kernel_sources, room=kernel_room)
+            cluster_session.before_close(_last_look)
         return _monitor
 
 
