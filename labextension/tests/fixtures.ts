@@ -5,6 +5,9 @@ import {
   type DeviceInfo,
   type DeviceValues,
   type Frame,
+  type RoomGpu,
+  type RoomHolder,
+  type RoomInfo,
   type Sample,
   type TaskRect,
   type WorkerInfo
@@ -104,4 +107,44 @@ export function frame(overrides: Partial<Frame> = {}): Frame {
     room: null,
     ...overrides
   };
+}
+
+export const GiB = 2 ** 30;
+
+/** A holder the viewer sees: by default the viewer's own lease, 4 GiB, working a minute ago. */
+export function roomHolder(overrides: Partial<RoomHolder> = {}): RoomHolder {
+  return {
+    who: 'you',
+    you: true,
+    share: 4 * GiB,
+    used: GiB,
+    utilization: null,
+    last_work: T0 - 60,
+    above: false,
+    idle: false,
+    ...overrides
+  };
+}
+
+/** A GPU of the room: by default GPU-aaaa (the device of `frame()`), 16 GiB, the viewer alone. */
+export function roomGpu(overrides: Partial<RoomGpu> = {}): RoomGpu {
+  return {
+    id: 'GPU-aaaa',
+    label: '0',
+    name: 'NVIDIA H200',
+    memory_total: 16 * GiB,
+    memory_used: 2 * GiB,
+    utilization: 30,
+    holders: 1,
+    not_promised: 11 * GiB,
+    shown: [roomHolder()],
+    others: 0,
+    others_idle: 0,
+    others_above: 0,
+    ...overrides
+  };
+}
+
+export function room(gpus: RoomGpu[] = [roomGpu()], overrides: Partial<RoomInfo> = {}): RoomInfo {
+  return { gpus, names: false, idle_after: 600, ...overrides };
 }

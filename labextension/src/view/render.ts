@@ -4,8 +4,8 @@
  * it frames, their kernel's liveness, and (optionally) a runner for the cluster actions.
  *
  * What was drawn is exposed for tests as data attributes on the root, updated each paint:
- * data-devices, data-gpu-lines, data-task-rects, data-lanes, data-frames, data-state,
- * data-liveness, data-layout ("wide" or "compact") and data-window.
+ * data-devices, data-gpu-lines, data-room (the room's GPU blocks), data-task-rects, data-lanes,
+ * data-frames, data-state, data-liveness, data-layout ("wide" or "compact") and data-window.
  */
 import { ActionName, ActionResult } from './actions';
 import { Theme, readTheme } from './charts';
@@ -293,6 +293,7 @@ export class GpuDaskView {
     const data = this.root.dataset;
     data.devices = String(drawn.devices);
     data.gpuLines = String(drawn.gpuLines);
+    data.room = String(drawn.room);
     data.taskRects = String(drawn.rects);
     data.lanes = String(drawn.lanes);
     data.frames = String(state.frames);

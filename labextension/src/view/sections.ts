@@ -1,7 +1,8 @@
 /**
  * The sections of the view, top to bottom, and one paint of all of them from the view's state:
- * the cluster and its actions, the status lines, the settings, the GPUs now, the time window,
- * the GPU charts, the task stream with its legend, progress, recent work and the workers.
+ * the cluster and its actions, the status lines, the settings, the GPUs now, the room of a
+ * shared GPU server, the time window, the GPU charts, the task stream with its legend, progress,
+ * recent work and the workers.
  */
 import { ChartParts } from './charts';
 import { ClusterActions } from './clusteractions';
@@ -16,6 +17,7 @@ import { Liveness } from './liveness';
 import { MessagesSection, statusLines } from './messages';
 import { ProcessesSection } from './processes';
 import { ProgressSection } from './progress';
+import { RoomSection } from './room';
 import { ViewState } from './state';
 import { TaskChart } from './taskchart';
 import { TimeRange, WindowMode } from './timewindow';
@@ -52,6 +54,8 @@ export interface PaintInput {
 export interface Drawn {
   devices: number;
   gpuLines: number;
+  /** GPU blocks of the room section (0: no room). */
+  room: number;
   rects: number;
   lanes: number;
   workerLayout: WorkerLayout;
@@ -65,6 +69,7 @@ export class Sections {
   private readonly controls: ControlsSection;
   private readonly devices = new DevicesSection();
   private readonly processes = new ProcessesSection();
+  private readonly room = new RoomSection();
   private readonly windowBar: WindowBar;
   private readonly gpuCharts: GpuCharts;
   private readonly stream: TaskChart;
@@ -91,6 +96,7 @@ export class Sections {
       this.messages.node,
       this.devices.node,
       this.processes.node,
+      this.room.node,
       toolbar,
       this.gpuCharts.node,
       this.stream.node,
@@ -120,6 +126,12 @@ export class Sections {
     this.controls.show(controls);
     const devices = this.devices.update(state.devices, state.samples, gpuColor);
     this.processes.update(controls.processes, state.processes, state.devices, state.nvml);
+    const room = this.room.update(
+      state.room,
+      state.time ?? Date.now() / 1000,
+      state.devices,
+      gpuColor
+    );
     const gpuLines = this.gpuCharts.update(state, state.devices, width);
     // no cluster and nothing drawn: an empty stream says nothing the cluster line does not
     const noStream = state.cluster === null && state.tasks.length === 0;
@@ -133,7 +145,7 @@ export class Sections {
     this.progress.update(state.progress, colors);
     this.recent.update(rects, colors);
     const workerLayout = this.workers.update(state.workers, width);
-    return { devices, gpuLines, ...drawn, workerLayout };
+    return { devices, gpuLines, room, ...drawn, workerLayout };
   }
 
   destroy(): void {

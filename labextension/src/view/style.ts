@@ -218,6 +218,25 @@ export const CSS = `
 }
 .gpudask-processes { font-size: 0.92em; }
 
+/* the room: a block per GPU, side by side where there is room, one under another in a sidebar */
+.gpudask-room-gpus {
+  display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 18em), 1fr));
+  gap: 6px 16px;
+}
+.gpudask-room-gpu { min-width: 0; border-top: 1px solid var(--gpudask-border); padding-top: 4px; }
+.gpudask-room-gpu .gpudask-bar-fill-0 { background: var(--gpudask-device-color, var(--gpudask-accent)); }
+.gpudask-room-head { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0 6px; min-width: 0; }
+.gpudask-room-title { font-weight: 600; white-space: nowrap; }
+.gpudask-room-name, .gpudask-room-note { color: var(--gpudask-muted); font-size: 0.92em; }
+.gpudask-room-holders {
+  list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 2px;
+}
+.gpudask-room-holder, .gpudask-room-others { padding-left: 6px; border-left: 3px solid transparent; }
+.gpudask-room-you { border-left-color: var(--gpudask-accent); }
+.gpudask-room-who { font-weight: 600; margin-right: 6px; }
+.gpudask-room-holder .gpudask-badge { margin-left: 6px; }
+.gpudask-room-note { margin-top: 4px; }
+
 /* the JupyterLab panel around the view */
 .gpudask-panel {
   background: var(--jp-layout-color1, transparent);
