@@ -94,8 +94,8 @@ def _serve(
         # the views are tested with a dashboard to link to, whoever else has an account here
         # (the shared-machine default, no dashboard, is tested in tests/test_cluster_security.py)
         DASK_GPUDASK__SHARED_MACHINE="false",
-        **(extra_env or {}),
     )
+    env.update(extra_env or {})
     settings = base / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
@@ -144,6 +144,24 @@ def replay_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         ("--ServerApp.jpserver_extensions=replay_server=True",),
         {"PYTHONPATH": pythonpath},
     )
+
+
+@pytest.fixture(scope="module")
+def room_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path]]:
+    """JupyterLab on a shared machine with two GPUs of 16 GiB (the room's test seam: the
+    clusters are CPU clusters, the leases real) and a room directory of its own; yields the
+    server and that directory."""
+    base = tmp_path_factory.mktemp("room")
+    room = base / "room"
+    env = {
+        "GPUDASK_ROOM_TEST_GPUS": "2:16GiB",
+        "DASK_GPUDASK__ROOM_DIR": str(room),
+        "DASK_GPUDASK__SHARED_MACHINE": "true",
+        "DASK_GPUDASK__ROOM_GPUS": "1",  # the tests' conftest turns the room off
+        "DASK_GPUDASK__ROOM_STUDENTS": "4",
+    }
+    for lab in _serve("jupyterlab", base, extra_env=env):
+        yield lab, room
 
 
 VOILA_CELLS = ["import replay\nreplay.replay_widget()"]
