@@ -235,3 +235,48 @@ def test_out_of_memory_on_a_shared_gpu_says_who_holds_it_instead_of_advising_del
     finally:
         other.kill()
         other.wait()
+
+
+def test_gpus_by_hand_are_leased_and_a_crowded_one_is_said(
+    room_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+
+    import dask.config
+
+    from gpudask_jupyter.cluster.room import holder
+    from gpudask_jupyter.cluster.room.leases import RoomDir
+    from gpudask_jupyter.machine import processes
+
+    for pinned in ("CUDA_VISIBLE_DEVICES", "CUPY_GPU_MEMORY_LIMIT"):
+        monkeypatch.delenv(pinned, raising=False)
+    devices = holder.room_devices()
+    others = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in "ab"]
+    try:
+        directory = RoomDir(room_env)
+        assert directory.prepare()
+        for other in others:  # two students on GPU 0 already: its plan (4 over 2 GPUs) is 2
+            started = None
+            while started is None:
+                started = processes.process_started(other.pid)
+            now = time.time()
+            share = leases.Share(devices[0].uuid, 0, 2**30)
+            directory.write(
+                leases.Lease(os.getuid(), "me", other.pid, started, "k", [share], now, now)
+            )
+        with dask.config.set({"gpudask.room-dir": str(room_env)}):
+            held = holder.take(devices, [devices[0]], None)
+            try:
+                assert [d.uuid for d in held.devices] == [devices[0].uuid]
+                said = holder.describe(held)
+                assert "GPU 0 had 2 other kernel(s) (as --gpus named it)" in said, said
+                assert (
+                    "Note: GPU 0 already has 2 holders; with this kernel 3, more than the 2" in said
+                )
+            finally:
+                holder.release()
+    finally:
+        for other in others:
+            other.kill()
+            other.wait()

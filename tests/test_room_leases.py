@@ -192,9 +192,11 @@ def test_more_students_than_planned_get_what_is_left_then_a_clear_refusal() -> N
 def test_named_gpus_are_leased_and_a_crowded_one_is_said() -> None:
     devices = gpus(2)
     held = [lease_of(devices[0], GiB) for _ in range(2)]
-    chosen = placement.choose([devices[0]], held, 1, "auto", 2)
+    chosen = placement.choose([devices[0]], held, 1, "auto", 2, machine_gpus=2, named=True)
     assert chosen.devices == [devices[0]]
     assert chosen.holders[devices[0].uuid] == 2 and chosen.planned[devices[0].uuid] == 3
+    assert chosen.spread == 1  # 2 students over 2 GPUs: one each, and GPU 0 has two already
+    assert "as --gpus named it" in chosen.why
 
 
 def test_worker_caps_hold_the_workers_half_and_refuse_a_larger_pool() -> None:

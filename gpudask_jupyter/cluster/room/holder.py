@@ -194,7 +194,9 @@ def take(
             leases = [lease for lease in directory.leases() if lease.pid != os.getpid()]
             students = _students(len(leases))
             pool = list(named) if named else list(allowed)
-            chosen = placement.choose(pool, leases, count, share, students)
+            chosen = placement.choose(
+                pool, leases, count, share, students, len(allowed), named=bool(named)
+            )
             lease = _write(directory, chosen.devices, chosen.shares)
         warning = _crowded(chosen) if named else ""
     pinned = caps.pin_kernel([d.uuid for d in chosen.devices], min(chosen.shares.values()))
@@ -203,10 +205,10 @@ def take(
 
 def _crowded(chosen: placement.Placement) -> str:
     over = [
-        f"GPU {d.label} already has {chosen.holders[d.uuid]} holders, more than its plan "
-        f"of {chosen.planned[d.uuid]}"
+        f"GPU {d.label} already has {chosen.holders[d.uuid]} holders; with this kernel "
+        f"{chosen.holders[d.uuid] + 1}, more than the {chosen.spread} it is planned for"
         for d in chosen.devices
-        if chosen.holders[d.uuid] >= chosen.planned[d.uuid]
+        if chosen.holders[d.uuid] + 1 > chosen.spread
     ]
     return "; ".join(over)
 

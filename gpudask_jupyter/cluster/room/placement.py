@@ -41,6 +41,7 @@ class Placement:
     holders: dict[str, int]  # by uuid: holders before this one
     planned: dict[str, int]  # by uuid: holders the share was planned for
     why: str
+    spread: int = 0  # holders a GPU gets when the room's students spread evenly
 
 
 def holders_on(leases: Sequence[Lease], uuid: str) -> list[Lease]:
@@ -70,8 +71,12 @@ def choose(
     want: int,
     share: str | float | int,
     students: int,
+    machine_gpus: int | None = None,
+    named: bool = False,
 ) -> Placement:
-    """Place one kernel: ``want`` GPUs of ``devices`` given the others' ``leases``.
+    """Place one kernel: ``want`` GPUs of ``devices`` given the others' ``leases``; shares are
+    planned over ``machine_gpus`` (default: ``devices``, all the room's GPUs). ``named``: the
+    user chose ``devices`` (``--gpus``), so they are taken as they are.
 
     :class:`~...errors.ClusterError` when no GPU has room for another share.
     """
@@ -87,7 +92,7 @@ def choose(
     for device in order:
         if len(chosen) == want:
             break
-        plan = planned_holders(students, want, len(devices), counts[device.uuid])
+        plan = planned_holders(students, want, machine_gpus or len(devices), counts[device.uuid])
         if share == "auto":
             each = device.memory_total // plan - CONTEXTS_PER_HOLDER * CONTEXT_RESERVE
         elif isinstance(share, float):
@@ -104,7 +109,9 @@ def choose(
     if len(chosen) < want:
         raise ClusterError(_full(devices, leases, want))
     holders = {d.uuid: counts[d.uuid] for d in chosen}
-    return Placement(chosen, shares, holders, planned, _why(chosen, holders, planned, share))
+    spread = planned_holders(students, want, machine_gpus or len(devices), 0)
+    why = _why(chosen, holders, planned, share, named)
+    return Placement(chosen, shares, holders, planned, why, spread)
 
 
 def _why(
@@ -112,6 +119,7 @@ def _why(
     holders: dict[str, int],
     planned: dict[str, int],
     share: str | float | int,
+    named: bool,
 ) -> str:
     parts = []
     for device in chosen:
@@ -123,7 +131,8 @@ def _why(
         if share == "auto"
         else "the room-share option"
     )
-    return "; ".join(parts) + f" (the fewest holders here); share {how}"
+    chosen_by = "as --gpus named it" if named else "the fewest holders here"
+    return "; ".join(parts) + f" ({chosen_by}); share {how}"
 
 
 def _full(devices: Sequence[Device], leases: Sequence[Lease], want: int) -> str:
