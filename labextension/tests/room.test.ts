@@ -87,7 +87,7 @@ describe('the room section', () => {
     expect(rows).toHaveLength(1);
     expect(rows[0].classList.contains('gpudask-room-you')).toBe(true);
     expect(rows[0].querySelector('.gpudask-room-who')?.textContent).toBe('you');
-    expect(rows[0].textContent).toContain('3.2 GiB of 17 GiB · 12 % busy · last work 12 s ago');
+    expect(rows[0].textContent).toBe('you 3.2 GiB of 17 GiB · 12 % busy · last work 12 s ago');
     expect(rows[0].querySelectorAll('.gpudask-badge')).toHaveLength(0);
     expect(texts(node, '.gpudask-room-others')).toEqual([
       '3 other students · 1 idle · 1 above their share'
@@ -138,6 +138,9 @@ describe('the room section', () => {
     expect(colors).toEqual(['rgb(17, 17, 17)', 'rgb(34, 34, 34)']);
     expect(texts(node, '.gpudask-room-who')).toEqual(['alice', EVIL]);
     expect(texts(node, '.gpudask-room-holder .gpudask-badge')).toEqual(['above share', 'idle']);
+    expect(texts(node, '.gpudask-room-holder')[0]).toBe(
+      'alice 9 GiB of 4 GiB · last work 60 s ago above share'
+    );
     expect(node.querySelectorAll('.gpudask-room-you')).toHaveLength(0);
     expect(node.querySelector('img')).toBeNull();
     const others = node.querySelectorAll<HTMLElement>('.gpudask-room-others');

@@ -132,7 +132,7 @@ def _check_student_view(page: Any, scope: str) -> dict[str, Any]:
     # (+1 GiB of contexts); two other students' 2 GiB (+1 GiB each): 16 - 8 - 6 = 2 GiB left
     assert seen["facts"] == ["3 holders · 2 GiB not promised", "1 holder · 13 GiB not promised"]
     assert seen["who"] == ["you"] and len(seen["you"]) == 1, seen
-    assert seen["you"][0].startswith("youshare 7 GiB · last work "), seen
+    assert seen["you"][0].startswith("you share 7 GiB · last work "), seen
     assert seen["others"] == [OTHERS_0, "1 other student"], seen
     for name in ("alice", "bob", "carol", "kernel-of"):
         assert name not in seen["text"], (name, seen["text"])

@@ -64,15 +64,17 @@ export function roomNote(room: RoomInfo): string {
 
 function holderRow(holder: RoomHolder, now: number): HTMLLIElement {
   const row = el('li', holder.you ? 'gpudask-room-holder gpudask-room-you' : 'gpudask-room-holder');
+  // spaces between the parts: a screen reader reads "you share 7 GiB", not "youshare"
   row.append(
     el('span', 'gpudask-room-who', holder.who),
+    ' ',
     el('span', undefined, holderText(holder, now))
   );
   if (holder.above) {
-    row.append(el('span', 'gpudask-badge', 'above share'));
+    row.append(' ', el('span', 'gpudask-badge', 'above share'));
   }
   if (holder.idle) {
-    row.append(el('span', 'gpudask-badge', 'idle'));
+    row.append(' ', el('span', 'gpudask-badge', 'idle'));
   }
   return row;
 }

@@ -233,8 +233,8 @@ export const CSS = `
 }
 .gpudask-room-holder, .gpudask-room-others { padding-left: 6px; border-left: 3px solid transparent; }
 .gpudask-room-you { border-left-color: var(--gpudask-accent); }
-.gpudask-room-who { font-weight: 600; margin-right: 6px; }
-.gpudask-room-holder .gpudask-badge { margin-left: 6px; }
+.gpudask-room-who { font-weight: 600; }
+.gpudask-room-holder .gpudask-badge { margin-left: 2px; }
 .gpudask-room-note { margin-top: 4px; }
 
 /* the JupyterLab panel around the view */
