@@ -113,3 +113,23 @@ def silent_port() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         sock.listen(16)
         yield sock.getsockname()[1]
+
+
+@pytest.fixture
+def room_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A shared machine with a room: two 16 GiB GPUs through the room's test seam, planned for
+    four students, leases in a fresh directory (returned)."""
+    room = tmp_path / "room"
+    monkeypatch.setenv("GPUDASK_ROOM_TEST_GPUS", "2:16GiB")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_DIR", str(room))
+    monkeypatch.setenv("DASK_GPUDASK__SHARED_MACHINE", "true")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "4")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_GPUS", "1")  # off for the other tests (above)
+    return room
+
+
+@pytest.fixture
+def kernels(runtime_dir: Path, room_env: Path) -> Iterator[Any]:
+    """A function that starts real kernels on a shared machine with the room's test seam."""
+    with kernel_factory(runtime_dir) as start:
+        yield start

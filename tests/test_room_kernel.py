@@ -7,34 +7,15 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import kernel_factory
 from support import run_cell as run
 
 from gpudask_jupyter.cluster.room import leases, room_view
 
 START = "%load_ext gpudask_jupyter\n%gpu_cluster start --n-workers 1 --memory-limit 1GB"
-
-
-@pytest.fixture
-def room_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    room = tmp_path / "room"
-    monkeypatch.setenv("GPUDASK_ROOM_TEST_GPUS", "2:16GiB")
-    monkeypatch.setenv("DASK_GPUDASK__ROOM_DIR", str(room))
-    monkeypatch.setenv("DASK_GPUDASK__SHARED_MACHINE", "true")
-    monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "4")
-    monkeypatch.setenv("DASK_GPUDASK__ROOM_GPUS", "1")  # the tests' conftest turns it off
-    return room
-
-
-@pytest.fixture
-def kernels(runtime_dir: Path, room_env: Path) -> Iterator[Any]:
-    with kernel_factory(runtime_dir) as start:
-        yield start
 
 
 def _lease_files(room: Path) -> list[Path]:

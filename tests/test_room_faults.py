@@ -1,0 +1,67 @@
+"""The room under Ctrl-C, SIGTERM and SIGKILL, on real kernels (jupyter_client) of a shared
+machine (the room's test seam for its GPUs, CPU clusters): at several moments of a placed start,
+no lease is left counting for a kernel whose start was undone or that is gone, and the next
+start is placed as if it had never been."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import run_cell as run
+from test_interrupts import _interrupt_after
+from test_room_kernel import START
+
+from gpudask_jupyter.cluster.room import leases
+from gpudask_jupyter.cluster.room.leases import RoomDir
+
+pytestmark = pytest.mark.timeout(300)
+
+PLACED = "%gpu_cluster start --n-workers 1 --memory-limit 1GB"
+
+
+def _counting(room: Path) -> list[leases.Lease]:
+    return RoomDir(room).leases() if room.exists() else []
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.8, 1.5, 3.0])
+def test_ctrl_c_during_a_placed_start_leaves_no_lease(
+    kernels: Any, room_env: Path, delay: float
+) -> None:
+    km, kc = kernels()
+    assert run(kc, "%load_ext gpudask_jupyter")["status"] == "ok"
+    took, _ = _interrupt_after(km, kc, PLACED, delay)
+    assert took < 2.0
+    stopped = run(kc, "%gpu_cluster stop")  # waits for the interrupted start to be undone
+    assert "Traceback" not in stopped["output"], stopped["output"]
+    assert _counting(room_env) == []
+    again = run(kc, f"client = {PLACED}")
+    assert "room: GPU 0 had nobody else" in again["output"], again["output"]
+    assert len(_counting(room_env)) == 1
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("delay", [0.3, 1.5, 3.0])
+def test_a_kernel_ended_during_or_after_a_placed_start_holds_no_share(
+    kernels: Any, room_env: Path, delay: float, how: signal.Signals
+) -> None:
+    km, kc = kernels()
+    assert run(kc, "%load_ext gpudask_jupyter")["status"] == "ok"
+    kc.execute(PLACED)
+    time.sleep(delay)
+    os.kill(km.provisioner.process.pid, how)
+    deadline = time.monotonic() + 15
+    while km.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not km.is_alive()
+    assert _counting(room_env) == []  # a gone kernel's lease never counts
+    _, other = kernels()
+    out = run(other, START)["output"]
+    assert "room: GPU 0 had nobody else" in out, out
+    assert [lease.pid for lease in _counting(room_env)] != []
+    files = sorted(room_env.glob(f"*{leases.SUFFIX}"))
+    assert len(files) == 1, files  # what the ended kernel left was reclaimed by this start
