@@ -147,3 +147,50 @@ def test_a_stopped_clusters_panel_keeps_its_final_progress(shell) -> None:
         assert frame["cluster"] is not None and frame["cluster"]["state"] == "stopped"
     finally:
         monitor.unsubscribe(token)
+
+
+def test_the_text_snapshot_shows_the_room_as_the_viewer_may_see_it() -> None:
+    """``%gpu_cluster panel --text`` (and an executed notebook's text) carries the room: the
+    viewer's own lease by name, the others as counts."""
+    import json
+    from pathlib import Path
+
+    recorded = json.loads((Path(__file__).parent / "fixtures" / "frames_cpu.json").read_text())
+    frame = dict(recorded["frames"][0])
+    holder = {
+        "who": "you",
+        "you": True,
+        "share": 7 * 2**30,
+        "used": 3 * 2**30,
+        "utilization": 12.0,
+        "last_work": time.time(),
+        "above": False,
+        "idle": False,
+    }
+    frame["room"] = {
+        "gpus": [
+            {
+                "id": "GPU-0",
+                "label": "0",
+                "name": "NVIDIA H200",
+                "memory_total": 140 * 2**30,
+                "memory_used": 30 * 2**30,
+                "utilization": 40.0,
+                "holders": 3,
+                "not_promised": 100 * 2**30,
+                "shown": [holder],
+                "others": 2,
+                "others_idle": 1,
+                "others_above": 1,
+            }
+        ],
+        "names": False,
+        "idle_after": 600.0,
+    }
+    text = frame_text(frame)  # type: ignore[arg-type]
+    assert "Room: 3 holder(s) on 1 GPU(s)" in text
+    assert "GPU 0 NVIDIA H200: 3 holder(s), 100 GiB not promised, 40% busy" in text
+    assert "you: 3 GiB of a 7 GiB share" in text
+    assert "2 other student(s), 1 idle, 1 above their share" in text
+    frame["room"] = None
+    assert "Room:" not in frame_text(frame)  # type: ignore[arg-type]

@@ -49,6 +49,7 @@ def frame_text(frame: Frame) -> str:
     """A frame in a few plain lines: cluster state, GPUs, workers with their counts, progress."""
     lines = _cluster_lines(frame) + _gpu_lines(frame) + _worker_lines(frame)
     lines += _progress_lines(frame)
+    lines += _room_lines(frame)
     for wait in frame["waiting"]:
         lines.append(
             f"Waiting: {wait['tasks']} task(s) ask for the resource {wait['resource']!r}, "
@@ -56,6 +57,40 @@ def frame_text(frame: Frame) -> str:
         )
     lines += [f"Note: {message}" for message in frame["messages"]]
     return "\n".join(lines)
+
+
+def _room_lines(frame: Frame) -> list[str]:
+    """The room of a shared GPU server, where the frame has one: a line per GPU, then the
+    holders this user may see and the others as a count."""
+    room = frame.get("room")
+    if not room:
+        return []
+    lines = [
+        f"Room: {sum(g['holders'] for g in room['gpus'])} holder(s) on {len(room['gpus'])} GPU(s)"
+    ]
+    for gpu in room["gpus"]:
+        lines.append(
+            f"  GPU {gpu['label']} {gpu['name']}: {gpu['holders']} holder(s), "
+            f"{format_bytes(gpu['not_promised'])} not promised, "
+            f"{_percent(gpu['utilization'])} busy"
+        )
+        for holder in gpu["shown"]:
+            used = "–" if holder["used"] is None else format_bytes(holder["used"])
+            marks = [
+                m
+                for m, on in (("above the share", holder["above"]), ("idle", holder["idle"]))
+                if on
+            ]
+            lines.append(
+                f"    {holder['who']}: {used} of a {format_bytes(holder['share'])} share"
+                + (f" ({', '.join(marks)})" if marks else "")
+            )
+        if gpu["others"]:
+            lines.append(
+                f"    {gpu['others']} other student(s), {gpu['others_idle']} idle, "
+                f"{gpu['others_above']} above their share"
+            )
+    return lines
 
 
 def _cluster_lines(frame: Frame) -> list[str]:
