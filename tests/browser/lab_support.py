@@ -226,6 +226,17 @@ def set_theme(page: Any, lab: Lab, dark: bool) -> None:
     )
 
 
+def no_sideways_scroll(page: Any, scope: str, inner: str = ".gpudask-view") -> None:
+    """Neither ``scope`` nor the ``inner`` parts within it scroll sideways."""
+    sizes = page.evaluate(
+        """([scope, inner]) => [...document.querySelectorAll(scope + ', ' + scope + ' ' + inner)]
+            .map(n => [n.scrollWidth, n.clientWidth])""",
+        [scope, inner],
+    )
+    for scroll, client in sizes:
+        assert scroll <= client, f"{scope} scrolls sideways: {scroll} > {client}"
+
+
 def sidebar_width(page: Any, width: int) -> None:
     """Drag the left area's splitter until the GPU Dask sidebar is ``width`` px wide."""
     for _ in range(3):

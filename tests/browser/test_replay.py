@@ -14,6 +14,7 @@ from lab_support import (
     Lab,
     axe_violations,
     hover_task,
+    no_sideways_scroll,
     run_all,
     set_theme,
     shot,
@@ -46,16 +47,6 @@ def _open_sidebar(page: Any) -> None:
     if not page.locator(f"{SIDEBAR} .gpudask-view").is_visible():
         page.locator(f'.lm-TabBar-tab[data-id="{SIDEBAR[1:]}"]').click()
     page.wait_for_selector(f"{SIDEBAR} .gpudask-view", timeout=30_000)
-
-
-def _no_sideways_scroll(page: Any, scope: str) -> None:
-    sizes = page.evaluate(
-        """scope => [...document.querySelectorAll(scope + ', ' + scope + ' .gpudask-view')]
-            .map(n => [n.scrollWidth, n.clientWidth])""",
-        scope,
-    )
-    for scroll, client in sizes:
-        assert scroll <= client, f"{scope} scrolls sideways: {scroll} > {client}"
 
 
 def _element_shot(page: Any, selector: str, name: str) -> None:
@@ -108,7 +99,7 @@ def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: An
     assert axe_violations(page, f"{PANEL} .gpudask-view") == []
     page.set_viewport_size({"width": 1400, "height": 1800})  # the README's picture: docs/panel.png
     page.wait_for_timeout(1000)
-    _no_sideways_scroll(page, f"{PANEL} .gpudask-view")
+    no_sideways_scroll(page, f"{PANEL} .gpudask-view")
     _element_shot(page, f"{PANEL} .gpudask-view", "panel-light-1400")
     page.set_viewport_size({"width": 1600, "height": 1800})
 
@@ -126,7 +117,7 @@ def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: An
     for width in (450, 250):
         sidebar_width(page, width)
         page.wait_for_timeout(800)
-        _no_sideways_scroll(page, SIDEBAR)
+        no_sideways_scroll(page, SIDEBAR)
         if width == 250:
             assert view_data(page, SIDEBAR)["layout"] == "compact"
         _element_shot(page, SIDEBAR, f"sidebar-{width}")
@@ -138,7 +129,7 @@ def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: An
     _open_sidebar(page)
     wait_drawn(page, SIDEBAR, gpu_lines=gpus)
     sidebar_width(page, 250)
-    _no_sideways_scroll(page, SIDEBAR)
+    no_sideways_scroll(page, SIDEBAR)
     _element_shot(page, SIDEBAR, "sidebar-250-dark")
     page.locator(f"{PANEL} .gpudask-view").first.scroll_into_view_if_needed()
     _element_shot(page, f"{PANEL} .gpudask-view", "panel-dark")
@@ -165,7 +156,7 @@ def test_projector_window_with_the_panel_open(replay_lab: Lab, browser: Any) -> 
     page.locator(f'.lm-TabBar-tab[data-id="{SIDEBAR[1:]}"]').click()  # close the sidebar
     page.wait_for_timeout(800)
     assert not page.locator(f"{SIDEBAR} .gpudask-view").is_visible()
-    _no_sideways_scroll(page, main)
+    no_sideways_scroll(page, main)
     shot(page, "projector-1280x720")
     assert axe_violations(page, main) == []
     page.context.close()

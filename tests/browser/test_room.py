@@ -20,6 +20,7 @@ from lab_support import (
     ARTIFACTS,
     Lab,
     axe_violations,
+    no_sideways_scroll,
     run_all,
     set_theme,
     shot,
@@ -140,16 +141,6 @@ def _check_student_view(page: Any, scope: str) -> dict[str, Any]:
     return seen
 
 
-def _no_sideways_scroll(page: Any, scope: str) -> None:
-    sizes = page.evaluate(
-        """scope => [...document.querySelectorAll(scope + ', ' + scope + ' .gpudask-room')]
-            .map(n => [n.scrollWidth, n.clientWidth])""",
-        scope,
-    )
-    for scroll, client in sizes:
-        assert scroll <= client, f"{scope} scrolls sideways: {scroll} > {client}"
-
-
 def _room_shot(page: Any, scope: str, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     room = page.locator(f"{scope} .gpudask-view .gpudask-room").first
@@ -170,7 +161,7 @@ def _in_the_sidebar(page: Any, theme: str) -> None:
     _room_drawn(page, SIDEBAR)
     seen = _check_student_view(page, SIDEBAR)
     assert seen["tops"][0] < seen["tops"][1]  # one GPU under the other at 250 px
-    _no_sideways_scroll(page, SIDEBAR)
+    no_sideways_scroll(page, SIDEBAR, ".gpudask-room")
     _room_shot(page, SIDEBAR, f"room-sidebar-250-{theme}")
     shot(page, f"room-lab-{theme}")
     assert axe_violations(page, SIDEBAR) == []
@@ -188,7 +179,7 @@ def _on_a_projector(page: Any, theme: str) -> None:
     seen = _check_student_view(page, MAIN)
     assert seen["tops"][0] == seen["tops"][1], seen  # side by side
     assert seen["fontSize"] >= 13, seen
-    _no_sideways_scroll(page, MAIN)
+    no_sideways_scroll(page, MAIN, ".gpudask-room")
     _room_shot(page, MAIN, f"room-projector-{theme}")
     shot(page, f"room-projector-1280x720-{theme}")
     assert axe_violations(page, MAIN) == []

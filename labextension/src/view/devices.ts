@@ -2,7 +2,7 @@
  * One summary row per GPU: its title in its chart colour, the model, utilisation now, memory now
  * split into this cluster's workers and the rest, and the sensors.
  */
-import { bar, el, markHeld, setBar, setText } from './dom';
+import { bar, el, markHeld, setBar, setChildren, setText } from './dom';
 import { DeviceInfo, DeviceValues, FIELD, Sample, SampleField } from './frame';
 import { formatBytes, formatNumber, formatPercent, formatRate, fraction } from './format';
 
@@ -119,13 +119,10 @@ export class DevicesSection {
       next.set(device.id, row);
       row.update(device, samples, colorOf(i));
     });
-    const order = [...next.values()].map(row => row.node);
-    const same =
-      order.length === this.node.children.length &&
-      order.every((node, i) => this.node.children[i] === node);
-    if (!same) {
-      this.node.replaceChildren(...order);
-    }
+    setChildren(
+      this.node,
+      [...next.values()].map(row => row.node)
+    );
     this.rows = next;
     this.node.hidden = next.size === 0;
     return next.size;

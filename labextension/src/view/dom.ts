@@ -25,6 +25,17 @@ export function setText(node: Node, text: string): void {
   }
 }
 
+/** Give `parent` exactly `nodes` as its children, in order, touching the DOM only when
+ * they differ: rows kept across frames keep their focus, hover and scroll. */
+export function setChildren(parent: HTMLElement, nodes: HTMLElement[]): void {
+  const same =
+    nodes.length === parent.children.length &&
+    nodes.every((node, i) => parent.children[i] === node);
+  if (!same) {
+    parent.replaceChildren(...nodes);
+  }
+}
+
 /**
  * Text that changes with every sample or pointer move (a readout, a sensor line, a bar's
  * caption) rewraps now and then; each time, everything below it moves up and down, under the

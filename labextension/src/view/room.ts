@@ -6,7 +6,7 @@
  * carry no room (a machine nobody else uses, or nobody holds a share).
  */
 import { deviceTitle } from './devices';
-import { bar, el, setBar, setText } from './dom';
+import { bar, el, setBar, setChildren, setText } from './dom';
 import { DeviceInfo, RoomGpu, RoomHolder, RoomInfo } from './frame';
 import { formatBytes, formatDuration, formatPercent, fraction } from './format';
 
@@ -168,13 +168,10 @@ export class RoomSection {
       const index = devices.findIndex(d => d.id === gpu.id);
       block.update(gpu, devices[index], colorOf(index >= 0 ? index : i), now);
     });
-    const order = [...next.values()].map(block => block.node);
-    const same =
-      order.length === this.list.children.length &&
-      order.every((node, i) => this.list.children[i] === node);
-    if (!same) {
-      this.list.replaceChildren(...order);
-    }
+    setChildren(
+      this.list,
+      [...next.values()].map(block => block.node)
+    );
     this.blocks = next;
     setText(this.note, roomNote(room));
     return next.size;
