@@ -261,3 +261,51 @@ def test_gpus_by_hand_are_leased_and_a_crowded_one_is_said(
         for other in others:
             other.kill()
             other.wait()
+
+
+@pytest.mark.usefixtures("room_env")
+def test_a_holders_memory_counts_every_process_below_its_kernel() -> None:
+    """Workers run under nannies under the kernel: memory NVML lists for a grandchild of the
+    lease's kernel is the holder's; a process outside the tree is not."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from gpudask_jupyter.cluster.room import holder
+    from gpudask_jupyter.machine import processes
+
+    grandchild = (
+        "import subprocess, sys, time; "
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+        "print(p.pid, flush=True); time.sleep(60)"
+    )
+    kernel = subprocess.Popen([sys.executable, "-c", grandchild], stdout=subprocess.PIPE, text=True)
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        worker = int(kernel.stdout.readline())  # type: ignore[union-attr]
+        devices = holder.room_devices()
+        now = time.time()
+        started = processes.process_started(kernel.pid) or now
+        lease = leases.Lease(
+            os.getuid(),
+            "me",
+            kernel.pid,
+            started,
+            "k",
+            [leases.Share(devices[0].uuid, 0, 2**30)],
+            now,
+            now,
+        )
+        listing = [
+            room_view.nvml.GpuProcess(devices[0].uuid, worker, 300 * 2**20, True),
+            room_view.nvml.GpuProcess(devices[0].uuid, stranger.pid, 700 * 2**20, True),
+        ]
+        room = room_view.build(devices, [lease], [], listing, now, False, "room")
+        assert room.gpus[0].holdings[0].used == 300 * 2**20
+    finally:
+        for below in psutil.Process(kernel.pid).children(recursive=True):
+            below.kill()
+        for process in (kernel, stranger):
+            process.kill()
+            process.wait()

@@ -175,7 +175,7 @@ class ClusterSession:
         room_holder.set_workers(self.pids.known())
         room_holder.watch(self._last_work)
         if self.devices:
-            room_caps.install_kernel_cap(min(s.share for s in self.room.lease.gpus))
+            room_caps.install_kernel_cap(self.room.lease.smallest.share)
             where = room_caps.kernel_devices()
             ours = {share.uuid for share in self.room.lease.gpus}
             if self.room.pinned and where - ours:

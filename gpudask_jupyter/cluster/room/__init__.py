@@ -52,10 +52,14 @@ def place(
     held = holder.take(allowed, named, opts.n_workers if devices else None)
     if not devices:
         return held, devices, {}
-    shares = [(holder.share_of(d.uuid) or 0, d) for d in held.devices]
-    share, device = min(shares, key=lambda item: item[0])
+    smallest = held.lease.smallest
+    device = next(d for d in held.devices if d.uuid == smallest.uuid)
     worker_caps = caps.worker_keywords(
-        share, device.memory_total, device.label, opts.rmm_pool_size, opts.device_memory_limit
+        smallest.share,
+        device.memory_total,
+        device.label,
+        opts.rmm_pool_size,
+        opts.device_memory_limit,
     )
     return held, held.devices, worker_caps
 
@@ -68,16 +72,16 @@ def before_kernel_gpu_work() -> None:
 
     lease = holder.current()
     if lease is None:
-        if not holder.applies(bool(security.shared_machine())):
+        if not nvml.status().available:  # no GPU: nothing to place (and no scan for people)
             return
-        if not nvml.status().available:
+        if not holder.applies(bool(security.shared_machine())):
             return
         allowed = gpus.select(None, nvml.devices(), gpus.kernel_restriction())
         if not allowed:
             return
         lease = holder.take(allowed, None, None).lease
     if nvml.status().available:  # not on the test seam's GPUs
-        caps.install_kernel_cap(min(share.share for share in lease.gpus))
+        caps.install_kernel_cap(lease.smallest.share)
     holder.touch()
 
 
@@ -90,7 +94,7 @@ def out_of_memory(need: str) -> tuple[str, str] | None:
 
     lease = holder.current()
     if lease is not None and caps.kernel_cap() is not None:
-        share = min(lease.gpus, key=lambda s: s.share)
+        share = lease.smallest
         return (
             f"{need}, more than this kernel may take: your share of GPU {share.index} is "
             f"{format_bytes(share.share)} on this shared machine, "

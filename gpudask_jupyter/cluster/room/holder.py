@@ -199,7 +199,7 @@ def take(
             )
             lease = _write(directory, chosen.devices, chosen.shares)
         warning = _crowded(chosen) if named else ""
-    pinned = caps.pin_kernel([d.uuid for d in chosen.devices], min(chosen.shares.values()))
+    pinned = caps.pin_kernel([d.uuid for d in chosen.devices], lease.smallest.share)
     return Held(lease, chosen.devices, chosen.why, pinned, warning)
 
 
@@ -226,14 +226,6 @@ def _reuse(
         )
     touch(force=True)
     return Held(lease, devices, "this kernel's GPUs, kept from its earlier start", False)
-
-
-def share_of(device_uuid: str) -> int | None:
-    lease = _lease
-    if lease is None:
-        return None
-    found = lease.on(device_uuid)
-    return found.share if found else None
 
 
 def set_workers(pids: Sequence[int]) -> None:

@@ -80,6 +80,11 @@ class Lease:
         """This lease's share of GPU ``uuid``, if it holds one."""
         return next((share for share in self.gpus if share.uuid == uuid), None)
 
+    @property
+    def smallest(self) -> Share:
+        """Its smallest share: what a cap of one process holds on each of its GPUs."""
+        return min(self.gpus, key=lambda share: share.share)
+
 
 class BadLease(ValueError):
     """A lease file that does not hold a lease; the message says what is wrong."""

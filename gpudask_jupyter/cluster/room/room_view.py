@@ -78,15 +78,29 @@ def sees_names(user: str | None = None) -> bool:
     return (user or getpass.getuser()) in setting.split(",")
 
 
-def _family(lease: Lease) -> set[int]:
-    pids = {lease.pid, *lease.workers}
+def _families(leases: Sequence[Lease]) -> dict[int, set[int]]:
+    """Each lease's processes by its kernel's pid: the kernel, every process below it (nannies,
+    workers) and the workers its lease names, from one reading of the process table for the
+    whole room (a tree walk per lease would read it once per lease, every few seconds)."""
+    children: dict[int, list[int]] = {}
     try:
         import psutil
 
-        pids.update(child.pid for child in psutil.Process(lease.pid).children(recursive=True))
-    except Exception:  # psutil.Error, or another user's process we may not read
-        log.debug("room: cannot list the processes of kernel %s", lease.pid, exc_info=True)
-    return pids
+        for process in psutil.process_iter(["ppid"]):
+            children.setdefault(process.info["ppid"], []).append(process.pid)
+    except Exception:  # psutil.Error: the kernels and their named workers still count
+        log.debug("room: cannot read the process table", exc_info=True)
+    families = {}
+    for lease in leases:
+        below: set[int] = set()
+        stack = [lease.pid]
+        while stack:
+            for child in children.get(stack.pop(), []):
+                if child not in below:
+                    below.add(child)
+                    stack.append(child)
+        families[lease.pid] = {lease.pid, *lease.workers, *below}
+    return families
 
 
 def _used_by(family: set[int], uuid: str, per_process: Sequence[nvml.GpuProcess]) -> int | None:
@@ -129,6 +143,7 @@ def build(
     by_uuid = {s.uuid: s for s in samples}
     idle_after = float(config.get("room-idle"))
     reserve = placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
+    families = _families(leases)
     rooms = []
     for device in devices:
         sample = by_uuid.get(device.uuid)
@@ -143,7 +158,7 @@ def build(
         for lease in placement.holders_on(leases, device.uuid):
             share = lease.on(device.uuid)
             assert share is not None
-            family = _family(lease)
+            family = families[lease.pid]
             used = _used_by(family, device.uuid, per_process)
             busy = [
                 percent
