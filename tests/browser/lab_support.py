@@ -84,11 +84,11 @@ def kernel_idle(lab: Lab) -> bool:
     return any(s["kernel"]["execution_state"] == "idle" for s in sessions)
 
 
-def run_all(page: Any, lab: Lab, url: str, done: str, timeout: int = 120_000) -> None:
-    """Open ``url``, run every cell, and wait until an output contains ``done``."""
+def start_run_all(page: Any, lab: Lab) -> None:
+    """In the open notebook, once its kernel is idle: Run All Cells, and wait until the first
+    cell has started; AssertionError when it does not."""
     import time
 
-    page.goto(url)
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
     deadline = time.monotonic() + 60
     while not kernel_idle(lab):
@@ -100,9 +100,16 @@ def run_all(page: Any, lab: Lab, url: str, done: str, timeout: int = 120_000) ->
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
         try:
             page.wait_for_function(started, timeout=10_000)
-            break
+            return
         except Exception:
             page.keyboard.press("Escape")
+    raise AssertionError("Run All did not start")
+
+
+def run_all(page: Any, lab: Lab, url: str, done: str, timeout: int = 120_000) -> None:
+    """Open ``url``, run every cell, and wait until an output contains ``done``."""
+    page.goto(url)
+    start_run_all(page, lab)
     try:
         page.wait_for_function(
             "done => [...document.querySelectorAll('.jp-OutputArea-output')]"

@@ -4,11 +4,10 @@ greyed with its work kept. The notebook itself, with small sizes, against a real
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
-from lab_support import Lab, kernel_idle, shot, view_data, write_notebook_04
+from lab_support import Lab, kernel_idle, shot, start_run_all, view_data, write_notebook_04
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -25,27 +24,9 @@ def _open(lab: Lab) -> str:
     return f"{lab.url}lab/workspaces/run04/tree/run04.ipynb?token={lab.token}"
 
 
-def _run_all(page: Any, lab: Lab) -> None:
-    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-    deadline = time.monotonic() + 60
-    while not kernel_idle(lab):
-        assert time.monotonic() < deadline, "the notebook's kernel did not start"
-        time.sleep(0.5)
-    started = "() => document.querySelector('.jp-InputPrompt').textContent.trim() !== '[ ]:'"
-    for _ in range(3):
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        try:
-            page.wait_for_function(started, timeout=10_000)
-            return
-        except Exception:
-            page.keyboard.press("Escape")
-    raise AssertionError("Run All did not start")
-
-
 def test_run_all_draws_the_work_while_it_runs_and_keeps_it_after(lab: Lab, page: Any) -> None:
     page.goto(_open(lab))
-    _run_all(page, lab)
+    start_run_all(page, lab)
     # mid-run: the cells after the panel's still run, and the panel draws their tasks
     page.wait_for_function(
         """scope => {
