@@ -28,10 +28,29 @@ def _listening(pid: int) -> set[int]:
     }
 
 
+BEGUN = "gpudask-test: the cell has begun"
+
+
 def _interrupt_after(km: Any, kc: Any, code: str, delay: float) -> tuple[float, str]:
-    """Run ``code``, interrupt the kernel ``delay`` seconds later; (seconds from the interrupt
-    to the reply, the reply's status)."""
-    msg_id = kc.execute(code)
+    """Run ``code``, interrupt the kernel ``delay`` seconds after the cell's own code has begun;
+    (seconds from the interrupt to the reply, the reply's status).
+
+    The delay counts from the cell's first line, not from the request: an interrupt that lands
+    in ipykernel's own preparation of a request (before any line of the cell runs) is caught by
+    ipykernel, which then sends no reply at all, whatever the cell holds (``1 + 1`` too). A line
+    magic is preceded by a line that says the cell has begun; a cell magic, which must be the
+    first line, is timed from the kernel's ``execute_input`` (its delays leave that preparation
+    well behind)."""
+    cell_magic = code.startswith("%%")
+    msg_id = kc.execute(code if cell_magic else f"print({BEGUN!r}, flush=True)\n{code}")
+    while True:
+        msg = kc.get_iopub_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if cell_magic and msg["msg_type"] == "execute_input":
+            break
+        if msg["msg_type"] == "stream" and BEGUN in msg["content"]["text"]:
+            break
     time.sleep(delay)
     interrupted = time.monotonic()
     km.interrupt_kernel()

@@ -31,7 +31,11 @@ def run(kc: Any, code: str, timeout: float = 120) -> dict[str, Any]:
             streams.append("\n".join(msg["content"]["traceback"]))
         elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             break
-    reply = kc.get_shell_msg(timeout=timeout)["content"]
+    while True:  # a reply left from another request (kernel_info) is not this cell's
+        answer = kc.get_shell_msg(timeout=timeout)
+        if answer["parent_header"].get("msg_id") == msg_id:
+            break
+    reply = answer["content"]
     reply["output"] = "".join(streams)
     return dict(reply)
 
