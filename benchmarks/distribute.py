@@ -2,14 +2,16 @@
 today's ways of putting a pandas frame or NumPy array on every worker of a cluster, and back.
 
 One table, every anchor measured in the same run on the same bytes (a frame of eight float64
-columns, and an array of the same size):
+columns, and an array of the same size; with ``--strings``, also a table of the same size as
+people load them: a third of its bytes in a string column with 1% nulls, a categorical, four
+float64 and one int64 column):
 
   to the cluster (persisted, waited for)
     dd.from_pandas(df, npartitions=N).to_backend("cudf").persist()
     client.scatter of pandas parts, then cudf.from_pandas on the workers
     da.from_array(arr, chunks).map_blocks(cupy.asarray).persist()
     for scale: cudf.from_pandas(df) onto one GPU in the kernel; to_gpu(df) / to_gpu(arr) (pinned)
-    ours: to_gpu(df, distribute=True), to_gpu(arr, distribute=True)
+    ours: to_gpu(df, distribute=True), to_gpu(arr, distribute=True), to_gpu(table, ...)
   back
     .compute() of the dask-cuDF collection, then .to_pandas()   (.compute() for the array)
     ours: to_cpu(collection, gather=True)
@@ -18,7 +20,8 @@ Each case runs ``--runs`` times (5): median, spread (min–max), GB/s at the med
 the anchor's median to ours. Then, on GPUs, one failed attempt (a worker's GPU nearly full) and
 the memory left on each GPU before and after it.
 
-    python benchmarks/distribute.py [--gib 8] [--runs 5]      # every GPU, one worker each
+    python benchmarks/distribute.py [--gib 8] [--runs 5] [--strings] [--no-array]
+                                                              # every GPU, one worker each
     python benchmarks/distribute.py --cpu --gib 0.25          # a CPU cluster of 2 workers
 
 With ``--cpu`` the partitions are pandas / NumPy and the anchors ``dd.from_pandas(...).persist()``,
@@ -73,13 +76,19 @@ def _scattered(client: Any, df: Any, n: int, gpu: bool) -> Any:
     return futures
 
 
-def cases(client: Any, df: Any, arr: Any, n: int, gpu: bool) -> dict[str, Callable[[], Any]]:
-    """What each row of the table runs, by name (anchors first, ours last per group)."""
+def cases(
+    client: Any, df: Any, arr: Any, n: int, gpu: bool, strings: Any = None
+) -> dict[str, Callable[[], Any]]:
+    """What each row of the table runs, by name (anchors first, ours last per group); ``arr``
+    None leaves the array's cases out, ``strings`` (a table with strings) adds its own."""
     import dask.array as da
     import dask.dataframe as dd
 
     from gpudask_jupyter.convert import to_gpu
 
+    no_array = arr is None
+    if no_array:
+        arr = df.to_numpy()[:8]  # its cases are left out below
     chunks = (-(-arr.shape[0] // n), arr.shape[1])
     found: dict[str, Callable[[], Any]] = {}
     if gpu:
@@ -105,15 +114,26 @@ def cases(client: Any, df: Any, arr: Any, n: int, gpu: bool) -> dict[str, Callab
             client, da.from_array(arr, chunks=chunks)
         )
     found["ours: to_gpu(df, distribute=True)"] = lambda: to_gpu(df, distribute=True)
+    if strings is not None:
+        backend = dd.from_pandas(strings, npartitions=n)
+        name = "table: dd.from_pandas()" + (".to_backend('cudf')" if gpu else "") + ".persist()"
+        found[name] = lambda: _persisted(client, backend.to_backend("cudf") if gpu else backend)
+        if gpu:
+            found["table, one GPU: to_gpu(table)"] = lambda: to_gpu(strings)
+        found["ours: to_gpu(table, distribute=True)"] = lambda: to_gpu(strings, distribute=True)
+    if no_array:
+        return {k: v for k, v in found.items() if "arr" not in k and "from_array" not in k}
     found["ours: to_gpu(arr, distribute=True)"] = lambda: to_gpu(arr, distribute=True)
     return found
 
 
-def gather_cases(client: Any, df: Any, arr: Any, gpu: bool) -> dict[str, Callable[[], Any]]:
+def gather_cases(
+    client: Any, df: Any, arr: Any, gpu: bool, strings: Any = None
+) -> dict[str, Callable[[], Any]]:
     from gpudask_jupyter.convert import to_cpu, to_gpu
 
     frame = to_gpu(df, distribute=True)
-    array = to_gpu(arr, distribute=True)
+    array = to_gpu(arr if arr is not None else df.to_numpy()[:8], distribute=True)
     if gpu:
         found = {
             "frame: .compute().to_pandas()": lambda: frame.compute().to_pandas(),
@@ -125,7 +145,15 @@ def gather_cases(client: Any, df: Any, arr: Any, gpu: bool) -> dict[str, Callabl
             "array: .compute()": lambda: array.compute(),
         }
     found["ours: frame to_cpu(gather=True)"] = lambda: to_cpu(frame, gather=True)
-    found["ours: array to_cpu(gather=True)"] = lambda: to_cpu(array, gather=True)
+    if arr is not None:
+        found["ours: array to_cpu(gather=True)"] = lambda: to_cpu(array, gather=True)
+    else:
+        del found[next(k for k in found if k.startswith("array"))]
+    if strings is not None:
+        spread = to_gpu(strings, distribute=True)
+        computed = (lambda: spread.compute().to_pandas()) if gpu else spread.compute
+        found["table: .compute()" + (".to_pandas()" if gpu else "")] = computed
+        found["ours: table to_cpu(gather=True)"] = lambda: to_cpu(spread, gather=True)
     return found
 
 
@@ -144,10 +172,27 @@ RATIOS = {  # ours → the anchors it is compared with
     ],
     "ours: frame to_cpu(gather=True)": ["frame: .compute().to_pandas()", "frame: .compute()"],
     "ours: array to_cpu(gather=True)": ["array: .compute().get()", "array: .compute()"],
+    "ours: to_gpu(table, distribute=True)": [
+        "table: dd.from_pandas().to_backend('cudf').persist()",
+        "table: dd.from_pandas().persist()",
+        "table, one GPU: to_gpu(table)",
+    ],
+    "ours: table to_cpu(gather=True)": ["table: .compute().to_pandas()", "table: .compute()"],
+}
+#: the rate of the table with strings against the numeric frame's, ours on both (goal ≥ 0.5)
+AGAINST_NUMERIC = {
+    "ours: to_gpu(table, distribute=True)": "ours: to_gpu(df, distribute=True)",
+    "ours: table to_cpu(gather=True)": "ours: frame to_cpu(gather=True)",
 }
 
 
-def table(results: dict[str, list[float]], nbytes: int) -> str:
+def table(results: dict[str, list[float]], nbytes: int, table_nbytes: int = 0) -> str:
+    """The results as rows; the table with strings is measured in its own bytes, and its rate
+    compared with the numeric frame's."""
+
+    def size(name: str) -> int:
+        return table_nbytes if "table" in name else nbytes
+
     lines = [
         "| case | median s | min–max s | GB/s | anchor median / ours median |",
         "| --- | --- | --- | --- | --- |",
@@ -159,9 +204,14 @@ def table(results: dict[str, list[float]], nbytes: int) -> str:
             for a in RATIOS.get(name, [])
             if a in results
         ]
+        numeric = AGAINST_NUMERIC.get(name)
+        if numeric in results:
+            rate = size(name) / median
+            theirs = size(numeric) / statistics.median(results[numeric])
+            ratios.append(f"{rate / theirs:.2f}× the numeric frame's GB/s")
         lines.append(
             f"| {name} | {median:.3f} | {min(times):.3f}–{max(times):.3f} | "
-            f"{nbytes / median / 1e9:.2f} | {'; '.join(ratios)} |"
+            f"{size(name) / median / 1e9:.2f} | {'; '.join(ratios)} |"
         )
     return "\n".join(lines)
 
@@ -266,6 +316,27 @@ def make_data(gib: float) -> tuple[Any, Any]:
     return df, arr
 
 
+def make_table(gib: float) -> Any:
+    """A table of about ``gib`` GiB with a third of its bytes in one string column (1% nulls,
+    words of 2–40 characters), a categorical, four float64 and one int64 column. The strings are
+    made by Arrow (a vocabulary taken at random rows): Python would take minutes at 8 GiB."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    rows = int(gib * 2**30) // 70  # 41 bytes of numbers and codes, ~21 + 8 of a string
+    rng = np.random.default_rng(1)
+    vocabulary = pa.array([f"{'word' * (i % 10)}{i}" for i in range(10_000)], pa.large_string())
+    picks = pa.array(rng.integers(0, len(vocabulary), rows), mask=rng.random(rows) < 0.01)
+    text = pd.StringDtype("pyarrow", na_value=np.nan).__from_arrow__(vocabulary.take(picks))
+    cities = np.array(["Oslo", "Lyon", "Kyoto", "Lima", "Perth"], dtype=object)
+    data: dict[str, Any] = {f"x{i}": rng.random(rows) for i in range(4)}
+    data["n"] = rng.integers(0, 10**6, rows)
+    data["city"] = pd.Categorical.from_codes(rng.integers(0, 5, rows), categories=cities)
+    data["name"] = text
+    return pd.DataFrame(data)
+
+
 def start(cpu: bool) -> tuple[Any, Any, bool]:
     from distributed import Client
 
@@ -299,6 +370,10 @@ def main() -> None:
     parser.add_argument(
         "--phases", action="store_true", help="only where the time of ours goes, task by task"
     )
+    parser.add_argument(
+        "--strings", action="store_true", help="also a table of the same size with strings"
+    )
+    parser.add_argument("--no-array", action="store_true", help="leave the array's cases out")
     args = parser.parse_args()
     anchor_runs = args.anchor_runs or args.runs
     import warnings
@@ -309,6 +384,10 @@ def main() -> None:
     n = workers * max(1, round(args.gib * 2**30 / workers / (512 * 2**20)))
     df, arr = make_data(args.gib)
     small_df, small_arr = make_data(min(args.gib, 1 / 16))
+    strings = make_table(args.gib) if args.strings else None
+    small_strings = make_table(min(args.gib, 1 / 16)) if args.strings else None
+    if args.no_array:
+        arr = small_arr = None
 
     def release() -> None:
         gc.collect()
@@ -320,7 +399,8 @@ def main() -> None:
         while any(client.has_what().values()) and time.monotonic() < deadline:
             time.sleep(0.05)
 
-    for run in cases(client, small_df, small_arr, n, gpu).values():  # imports, pinned buffers
+    warm = cases(client, small_df, small_arr, n, gpu, small_strings)
+    for run in warm.values():  # imports, pinned buffers
         run()
         release()
     if args.phases:
@@ -355,12 +435,12 @@ def main() -> None:
 
     results = {
         name: _timed(run, runs(name), release)
-        for name, run in cases(client, df, arr, n, gpu).items()
+        for name, run in cases(client, df, arr, n, gpu, strings).items()
     }
     results.update(
         {
             name: _timed(run, runs(name), gc.collect)
-            for name, run in gather_cases(client, df, arr, gpu).items()
+            for name, run in gather_cases(client, df, arr, gpu, strings).items()
         }
     )
     release()
@@ -369,10 +449,15 @@ def main() -> None:
         f"\n{args.gib:g} GiB (eight float64 columns; the array the same size), {workers} {kind} "
         f"workers, {n} partitions, {args.runs} runs of ours, {anchor_runs} of each anchor\n"
     )
-    print(table(results, df.memory_usage(index=True).sum()))
+    table_nbytes = 0 if strings is None else int(strings.memory_usage(index=True, deep=True).sum())
+    if strings is not None:
+        print(f"the table with strings: {table_nbytes / 2**30:.2f} GiB\n")
+    print(table(results, df.memory_usage(index=True).sum(), table_nbytes))
     from gpudask_jupyter.convert.distribute.variables import distribute_names
 
-    report, _ = distribute_names({"df": df, "arr": arr}, ["df", "arr"])
+    named = {"df": df, "arr": arr, "table": strings}
+    names = [k for k, v in named.items() if v is not None]
+    report, _ = distribute_names(named, names)
     print()
     print(report.table())
     if gpu:

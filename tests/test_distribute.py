@@ -164,6 +164,69 @@ def test_columns_that_are_not_fixed_width_travel_alongside(client) -> None:
     assert back.moved[0].path == "shared memory + client"
 
 
+def _table(n: int = 100_000) -> pd.DataFrame:
+    """What tables people load hold: strings with nulls, categoricals, nullable columns."""
+    rng = np.random.default_rng(3)
+    words = np.array(["", "a", "bé", "ccc", "日本語", "x" * 40], dtype=object)
+    text = pd.Series(words[rng.integers(0, len(words), n)], dtype="str")
+    return pd.DataFrame(
+        {
+            "x": rng.random(n),
+            "name": text.where(rng.random(n) > 0.01),
+            "code": pd.Series(words[np.arange(n) % 3], dtype="str"),  # no nulls
+            "city": pd.Categorical(
+                np.array(["Oslo", "Lyon", None], dtype=object)[np.arange(n) % 3]
+            ),
+            "count": pd.array(np.where(np.arange(n) % 7 == 0, None, np.arange(n)), dtype="Int64"),
+            "flag": pd.array(
+                np.where(np.arange(n) % 5 == 0, None, np.arange(n) % 2 == 0), dtype="boolean"
+            ),
+            "share": pd.array(
+                np.where(np.arange(n) % 11 == 0, None, rng.random(n)), dtype="Float64"
+            ),
+            "when": pd.date_range("2024-01-01", periods=n, freq="s"),
+        }
+    )
+
+
+def test_strings_categoricals_and_nullable_columns_cross_shared_memory_both_ways(client) -> None:
+    df = _table()
+    ns = {"df": df}
+    report, _ = distribute_names(ns, ["df"], client=client, npartitions=7)  # odd row counts
+    assert report.moved[0].path == "shared memory", report.notes
+    assert len(report.notes) == 1  # where the partitions went; nothing crossed by scatter
+    for i in range(7):  # each partition is the rows it holds, dtypes included
+        pd.testing.assert_frame_equal(
+            ns["df"].get_partition(i).compute(),
+            df.iloc[ns["df"].divisions[i] : ns["df"].divisions[i + 1] + (i == 6)],
+        )
+    pd.testing.assert_frame_equal(ns["df"].compute(), df)
+    back, _ = gather_names(ns, ["df"], client=client)
+    assert back.moved[0].path == "shared memory"
+    pd.testing.assert_frame_equal(ns["df"], df)
+    assert ns["df"]["name"].array.__arrow_array__().num_chunks == 7  # the partitions' chunks
+
+
+def test_the_note_names_each_column_that_dask_moves_and_why(client) -> None:
+    from decimal import Decimal
+
+    df = _table(1000).assign(
+        zoned=pd.date_range("2024-01-01", periods=1000, freq="h", tz="Europe/Oslo"),
+        price=[Decimal(i) for i in range(1000)],
+    )
+    ns = {"df": df}
+    report, _ = distribute_names(ns, ["df"], client=client)
+    assert report.moved[0].path == "shared memory + scatter"
+    assert report.notes[1] == (
+        "df: 'zoned' (a time zone), 'price' (Python objects (dtype object)) crossed by Dask's "
+        "scatter; every other column as raw buffers"
+    )
+    pd.testing.assert_frame_equal(ns["df"].compute(), df)
+    back, _ = gather_names(ns, ["df"], client=client)
+    pd.testing.assert_frame_equal(ns["df"], df)
+    assert back.notes[1].startswith("df: 'zoned' (a time zone), 'price' (Python objects")
+
+
 def test_small_shared_memory_works_in_rounds(client) -> None:
     config.set_override("distribute-shm-limit", "256KiB")
     df = _frame()

@@ -80,12 +80,36 @@ def test_split_and_join_give_back_the_same_object(case: str) -> None:
     assert back.attrs == obj.attrs
 
 
-def test_only_what_a_dtype_describes_crosses_as_bytes() -> None:
-    shape, _, rest = partition_layout.split(_frames()["mixed"])
-    assert [s.dtype.kind for s in shape.slots] == ["i", "f", "b", "M", "m"]
-    assert shape.index[0] == "range"
-    assert list(rest.columns) == [0, 1, 2, 3]  # s, c, n, z: by position
+def test_only_what_dtypes_describe_crosses_as_bytes() -> None:
+    from gpudask_jupyter.convert.distribute.coded_columns import Coded
+
+    frame = _frames()["mixed"]
+    shape, arrays, rest = partition_layout.split(frame)
+    kinds = [c.kind if isinstance(c, Coded) else c for c in shape.columns]
+    # s (object strings: pandas 3 infers its str), c, n are buffers; z (a time zone) the rest
+    assert kinds == [0, 1, 2, 3, 4, "strings", "categorical", "masked", None]
+    strings, codes, nullable = shape.columns[5:8]
+    assert [shape.slots[i].dtype.kind for i in strings.slots] == ["i", "u", "u"]  # +mask
+    assert strings.nulls == frame["s"].isna().sum() and strings.first == 0
+    np.testing.assert_array_equal(arrays[codes.slots[0]], frame["c"].array.codes)
+    assert nullable.nulls == frame["n"].isna().sum()
+    assert shape.own_slots() == frozenset(strings.slots)  # the strings' buffers do not stack
+    assert list(rest.columns) == [0]  # z, by position
     assert rest.index.equals(pd.RangeIndex(len(rest)))
+
+
+def test_a_slice_of_strings_crosses_from_its_first_character_and_never_writes_the_source() -> None:
+    source = pd.Series(["a", None, "ccc", "dd", None, "e", "ffff", "g", "h", "ii"] * 3, dtype="str")
+    before = source.copy()
+    for start, stop in [(1, 7), (3, 30), (9, 10), (5, 5)]:
+        piece = source.iloc[start:stop]
+        shape, arrays, rest = partition_layout.split(piece)
+        assert rest is None
+        strings = shape.columns[0]
+        chars = arrays[strings.slots[1]]
+        assert bytes(chars) == "".join(piece.dropna()).encode()  # its own characters only
+        pd.testing.assert_series_equal(partition_layout.rebuild(shape, arrays, rest), piece)
+    pd.testing.assert_series_equal(source, before)
 
 
 @pytest.mark.parametrize(

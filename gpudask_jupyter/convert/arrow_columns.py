@@ -33,19 +33,19 @@ MAX_INT32 = 2**31 - 1
 
 def _arrow_strings(values: Any) -> Any | None:
     """The Arrow data (a ChunkedArray) of a pandas string array kept in Arrow, else None."""
-    if not _arrow_string_dtype(values.dtype):
+    if not arrow_string_dtype(values.dtype):
         return None
     return values.__arrow_array__()  # the array's own ChunkedArray: no copy
 
 
-def _arrow_string_dtype(dtype: Any) -> bool:
+def arrow_string_dtype(dtype: Any) -> bool:
     """pandas' string dtype kept in Arrow (pandas 3's default; "pyarrow_numpy" in pandas 2)."""
     import pandas as pd
 
     return isinstance(dtype, pd.StringDtype) and dtype.storage in ("pyarrow", "pyarrow_numpy")
 
 
-def _mask_bytes(size: int) -> int:
+def mask_bytes(size: int) -> int:
     """Bytes cuDF allocates for the null mask of ``size`` rows (64-byte padded words)."""
     return math.ceil(math.ceil(size / 8) / 64) * 64
 
@@ -67,14 +67,15 @@ class StringBuffers:
     first: int
 
 
-def string_buffers(chunk: Any) -> StringBuffers:
-    """The buffers of an Arrow string or large_string array whose validity bits (if any) start
-    on a byte (``chunk.offset % 8 == 0``)."""
+def string_buffers(chunk: Any, realign: bool = False) -> StringBuffers:
+    """The buffers of an Arrow string or large_string array. Validity bits that do not start on
+    a byte (``chunk.offset % 8``) are made afresh with ``realign`` (a pass over the rows), and
+    refused otherwise."""
     import numpy as np
     import pyarrow as pa
 
     size, start, nulls = len(chunk), chunk.offset, chunk.null_count
-    if nulls and start % 8:
+    if nulls and start % 8 and not realign:
         raise ValueError("validity bits must start on a byte")
     validity, offsets_buffer, characters = chunk.buffers()
     wide = pa.types.is_large_string(chunk.type)
@@ -84,41 +85,48 @@ def string_buffers(chunk: Any) -> StringBuffers:
     chars = np.frombuffer(characters, np.uint8, last)[first:] if last else np.empty(0, np.uint8)
     mask: Any = None
     if nulls:
-        mask = np.zeros(_mask_bytes(size), np.uint8)
+        mask = np.zeros(mask_bytes(size), np.uint8)
         used = math.ceil(size / 8)
-        mask[:used] = np.frombuffer(validity, np.uint8, start // 8 + used)[start // 8 :]
+        if start % 8:
+            valid = chunk.is_valid().to_numpy(zero_copy_only=False)
+            mask[:used] = np.packbits(valid, bitorder="little")
+        else:
+            mask[:used] = np.frombuffer(validity, np.uint8, start // 8 + used)[start // 8 :]
     return StringBuffers(size, nulls, offsets, chars, mask, first)
 
 
 def pandas_strings(size: int, nulls: int, offsets: Any, chars: Any, mask: Any, dtype: Any) -> Any:
     """The pandas string array of ``dtype`` (Arrow storage) over host buffers, without a copy:
-    ``offsets`` int64 from 0, ``mask`` the validity bitmap or None."""
+    ``offsets`` int64 or int32, pointing into ``chars``; ``mask`` the validity bitmap or None."""
     import pyarrow as pa
 
+    kind = pa.LargeStringArray if offsets.dtype.itemsize == 8 else pa.StringArray
     validity = pa.py_buffer(mask) if mask is not None else None
-    array = pa.LargeStringArray.from_buffers(
-        size, pa.py_buffer(offsets), pa.py_buffer(chars), validity, nulls
-    )
+    array = kind.from_buffers(size, pa.py_buffer(offsets), pa.py_buffer(chars), validity, nulls)
     return dtype.__from_arrow__(array)
+
+
+def strings_plc(size: int, nulls: int, offsets: Any, chars: Any, mask: Any, first: int) -> Any:
+    """The pylibcudf string column over device buffers as :func:`string_buffers` describes them
+    (``offsets`` starting at ``first``; ``chars`` None or empty when every string is empty)."""
+    import numpy as np
+
+    fitted = offsets - first if first else offsets
+    span = 0 if chars is None else chars.size
+    if fitted.dtype.itemsize == 8 and span <= MAX_INT32:
+        fitted = fitted.astype(np.int32)  # cuDF's own width below 2 GiB of characters
+    return compat.string_plc_column(size, chars if span else None, fitted, mask, nulls)
 
 
 def _queue_chunk(chunk: Any, batch: staging.Batch) -> Callable[[], Any]:
     """Queue one Arrow string chunk's buffers on ``batch``; what builds its pylibcudf column."""
-    import numpy as np
-
     found = string_buffers(chunk)
     dev_offsets = batch.device_array(found.offsets)
     dev_chars = batch.device_array(found.chars) if found.chars.size else None
     dev_mask = batch.device_array(found.mask) if found.mask is not None else None
-    first, span = found.first, found.chars.size
-
-    def build() -> Any:
-        fitted = dev_offsets - first if first else dev_offsets
-        if fitted.dtype.itemsize == 8 and span <= MAX_INT32:
-            fitted = fitted.astype(np.int32)  # cuDF's own width below 2 GiB of characters
-        return compat.string_plc_column(found.size, dev_chars, fitted, dev_mask, found.nulls)
-
-    return build
+    return lambda: strings_plc(
+        found.size, found.nulls, dev_offsets, dev_chars, dev_mask, found.first
+    )
 
 
 def strings_to_device(series: Any, null: bool | None, batch: staging.Batch) -> Finish | None:
@@ -159,16 +167,18 @@ def categorical_to_device(series: Any, null: bool | None, batch: staging.Batch) 
     # the dtype cuDF gives this column: the categories on the device, the width of the codes
     target = compat.as_column(series.iloc[:0], null).dtype
     dev = batch.device_array(codes)
+    return lambda: categorical_column(dev, target)
 
-    def finish() -> Any:
-        valid = dev != -1
-        unsigned = dev.astype(compat.categorical_codes_dtype(target))
-        column = compat.column_from_plc(compat.plc_of(compat.column_from_device(unsigned)), target)
-        if not bool(valid.all()):
-            column = compat.with_validity(column, valid)
-        return column
 
-    return finish
+def categorical_column(codes: Any, target: Any) -> Any:
+    """The cuDF categorical column of dtype ``target`` over pandas' codes on the device (-1
+    where missing)."""
+    valid = codes != -1
+    unsigned = codes.astype(compat.categorical_codes_dtype(target))
+    column = compat.column_from_plc(compat.plc_of(compat.column_from_device(unsigned)), target)
+    if not bool(valid.all()):
+        column = compat.with_validity(column, valid)
+    return column
 
 
 def to_device(series: Any, null: bool | None, batch: staging.Batch) -> Finish | None:
@@ -188,7 +198,7 @@ def strings_to_host(column: Any, batch: staging.Batch) -> Finish | None:
     import numpy as np
 
     dtype = column.dtype
-    if not _arrow_string_dtype(dtype):
+    if not arrow_string_dtype(dtype):
         return None
     parts = compat.string_parts(column)
     if parts is None:

@@ -165,18 +165,21 @@ def _plan_column(series: Any, null: bool | None, batch: staging.Batch) -> Finish
         return None
     values = batch.device_array(data)
     invalid = batch.device_array(missing) if missing.any() else None
+    # the dtype cuDF itself gives this pandas dtype (e.g. a pandas nullable dtype)
+    return lambda: masked_column(
+        values, invalid, null, compat.as_column(series.iloc[:0], null).dtype
+    )
 
-    def masked() -> Any:
-        column = compat.column_from_device(values)
-        if invalid is not None:
-            column = compat.with_validity(column, ~invalid)
-        if data.dtype.kind == "f" and null is not False:
-            column = compat.nans_to_nulls(column)
-        # the dtype cuDF itself gives this pandas dtype (e.g. a pandas nullable dtype)
-        target = compat.as_column(series.iloc[:0], null).dtype
-        return column if column.dtype == target else compat.column_astype(column, target)
 
-    return masked
+def masked_column(values: Any, invalid: Any, null: bool | None, target: Any) -> Any:
+    """The cuDF column of dtype ``target`` of a pandas masked array's values and mask (True
+    where missing, or None) on the device."""
+    column = compat.column_from_device(values)
+    if invalid is not None:
+        column = compat.with_validity(column, ~invalid)
+    if values.dtype.kind == "f" and null is not False:
+        column = compat.nans_to_nulls(column)
+    return column if column.dtype == target else compat.column_astype(column, target)
 
 
 def _object_column_note(label: Any, series: Any) -> str | None:

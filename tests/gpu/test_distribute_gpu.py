@@ -145,6 +145,15 @@ def _every_kind(rows: int) -> pd.DataFrame:
             "dt": pd.to_timedelta(np.arange(rows), unit="ms").astype("timedelta64[ms]"),
             "text": text,
             "cat": pd.Categorical(np.arange(rows) % 4, categories=[0, 1, 2, 3, 9]),
+            "city": pd.Categorical(
+                np.array(["Oslo", None, "Lyon"], dtype=object)[np.arange(rows) % 3]
+            ),
+            "count": pd.array(
+                np.where(np.arange(rows) % 7 == 0, None, np.arange(rows)), dtype="Int64"
+            ),
+            "flag": pd.array(
+                np.where(np.arange(rows) % 5 == 0, None, np.arange(rows) % 2 == 0), dtype="boolean"
+            ),
         },
         index=pd.Index(np.arange(rows) * 3, name="id"),
     )
@@ -167,7 +176,7 @@ def test_every_partition_equals_cudf_from_pandas_through_ipc(client, shape) -> N
     obj.attrs = {"source": "test"}
     ns = {"obj": obj}
     report, _ = distribute_names(ns, ["obj"], npartitions=5)
-    assert report.moved[0].path.startswith("CUDA IPC"), report.moved[0].path
+    assert report.moved[0].path == "CUDA IPC", report.notes  # strings too: no scatter
     start = 0
     for part in _partitions(ns["obj"]):
         expected = cudf.from_pandas(obj.iloc[start : start + len(part)])
@@ -183,6 +192,23 @@ def test_every_partition_equals_cudf_from_pandas_through_ipc(client, shape) -> N
         pd.testing.assert_series_equal(ns["obj"], obj)
     else:
         pd.testing.assert_frame_equal(ns["obj"], obj)
+
+
+def test_strings_categoricals_and_nullable_columns_through_shared_memory(client) -> None:
+    import cudf
+
+    config.set_override("distribute-cuda-ipc", False)
+    df = _every_kind(150_001)
+    ns = {"df": df}
+    report, _ = distribute_names(ns, ["df"], npartitions=3)
+    assert report.moved[0].path == "shared memory", report.notes
+    start = 0
+    for part in _partitions(ns["df"]):
+        cudf.testing.assert_frame_equal(part, cudf.from_pandas(df.iloc[start : start + len(part)]))
+        start += len(part)
+    back, _ = gather_names(ns, ["df"])
+    assert back.moved[0].path == "shared memory", back.notes
+    pd.testing.assert_frame_equal(ns["df"], df)
 
 
 def test_arrays_of_each_dtype_through_ipc(client) -> None:

@@ -26,6 +26,8 @@ from typing import Any
 
 from ... import compat
 from ..pinned.ring import Segment
+from . import coded_columns
+from .coded_columns import Coded
 from .partition_layout import Layout, Slot, make_index
 
 log = logging.getLogger(__name__)
@@ -177,12 +179,14 @@ def _cudf(layout: Layout, devs: list[Any], rest: Any) -> Any:
     null = nan_as_null()
     moved = None if rest is None else pandas_to_cudf(rest, Context())
     others = iter([] if moved is None else [column for _, column in compat.frame_columns(moved)])
-    columns = {
-        position: next(others) if slot is None else device_column(
-            layout.slots[slot].dtype, devs[slot], null
-        )
-        for position, slot in enumerate(layout.columns)
-    }  # fmt: skip
+    columns = {}
+    for position, slot in enumerate(layout.columns):
+        if slot is None:
+            columns[position] = next(others)
+        elif isinstance(slot, Coded):
+            columns[position] = _coded(slot, layout.rows, devs, null)
+        else:
+            columns[position] = device_column(layout.slots[slot].dtype, devs[slot], null)
     index = _index(layout, devs, moved, null)
     if layout.kind == "series":
         series = compat.series_from_column(columns[0], layout.labels, index)
@@ -191,6 +195,30 @@ def _cudf(layout: Layout, devs: list[Any], rest: Any) -> Any:
     frame = compat.frame_from_columns(columns, index, dict(layout.attrs), True)
     frame.columns = layout.labels
     return frame
+
+
+def _coded(coded: Coded, rows: int, devs: list[Any], null: bool | None) -> Any:
+    """The cuDF column ``cudf.from_pandas`` makes of a string, categorical or nullable column,
+    over its buffers in the block. Without cuDF's column internals (another release), from
+    the pandas column made of the same buffers brought back to the host (slower, the same)."""
+    import pandas as pd
+
+    from .. import arrow_columns
+    from ..dataframes import masked_column
+
+    mine = [devs[slot] for slot in coded.slots]
+    target = compat.as_column(pd.Series([], dtype=coded.dtype), null).dtype
+    if not compat.builds_from_plc():
+        host = coded_columns.rebuild_column(coded, rows, [m.get() for m in mine])
+        return compat.as_column(pd.Series(host, copy=False), null)
+    if coded.kind == coded_columns.STRINGS:
+        mask = mine[2] if len(mine) > 2 else None
+        plc = arrow_columns.strings_plc(rows, coded.nulls, mine[0], mine[1], mask, coded.first)
+        return compat.column_from_plc(plc, target)
+    if coded.kind == coded_columns.CATEGORICAL:
+        return arrow_columns.categorical_column(mine[0], target)
+    values, missing = mine
+    return masked_column(values, missing if coded.nulls else None, null, target)
 
 
 def _index(layout: Layout, devs: list[Any], moved: Any, null: bool | None) -> Any:

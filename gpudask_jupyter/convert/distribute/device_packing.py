@@ -14,6 +14,8 @@ import logging
 from typing import Any
 
 from ... import compat
+from . import coded_columns
+from .coded_columns import Coded
 from .device_blocks import Block, Unavailable, exported, offsets, unavailable
 from .partition_layout import Layout, Slot
 
@@ -75,6 +77,43 @@ def unpacked(packed: Packed | Unavailable) -> tuple[Layout, Any, bytes] | str:
     return packed.layout, packed.rest, handle
 
 
+def _coded(column: Any, first_slot: int) -> tuple[Coded, list[Any]] | None:
+    """A cuDF string or categorical column as the buffers of the pandas column ``to_pandas``
+    gives (:mod:`.coded_columns`), as CuPy arrays: strings as 64-bit offsets, the characters
+    and the mask; a categorical as pandas' signed codes (-1 where missing). None: the rest."""
+    import cupy
+    import numpy as np
+    import pandas as pd
+
+    from .. import arrow_columns
+
+    if not compat.builds_from_plc():
+        return None
+    if arrow_columns.arrow_string_dtype(column.dtype):
+        found = compat.string_parts(column)
+        if found is None:
+            return None
+        size, nulls, offsets, chars, mask = found
+        last = int(offsets[-1]) if size else 0
+        if last > chars.size:
+            return None  # characters without device memory behind them
+        devs = [offsets.astype(cupy.int64, copy=False), chars[:last]]
+        if nulls:
+            devs.append(mask[: arrow_columns.mask_bytes(size)])
+        slots = tuple(range(first_slot, first_slot + len(devs)))
+        return Coded(coded_columns.STRINGS, slots, column.dtype, nulls), devs
+    parts = compat.categorical_parts(column)
+    if parts is None or parts[1] == "f":
+        return None  # float categories: cuDF maps NaN categories to missing codes on the host
+    codes, _, count = parts
+    dtype = compat.column_to_pandas(compat.column_slice(column, 0, 0)).dtype
+    if len(dtype.categories) != count:
+        return None  # cuDF drops null categories on the host, and the codes would not match
+    signed = pd.Categorical.from_codes(np.empty(0, np.int8), dtype=dtype).codes.dtype
+    filled = compat.column_fillna(compat.column_astype(codes, signed), -1)
+    return Coded(coded_columns.CATEGORICAL, (first_slot,), dtype), [compat.column_values(filled)]
+
+
 def _split_on_device(part: Any) -> tuple[Layout, list[Any], Any]:
     """(layout, the slots' CuPy arrays, the rest as pandas) of a cuDF frame or series."""
     import cudf
@@ -87,13 +126,19 @@ def _split_on_device(part: Any) -> tuple[Layout, list[Any], Any]:
     frame = part.to_frame() if isinstance(part, cudf.Series) else part
     slots: list[Slot] = []
     devs: list[Any] = []
-    columns: list[int | None] = []
+    columns: list[int | Coded | None] = []
     for _, column in compat.frame_columns(frame):
         values = host_values(column)
-        columns.append(None if values is None else len(slots))
         if values is not None:
+            columns.append(len(slots))
             slots.append(Slot(np.dtype(column.dtype), (len(column),)))
             devs.append(values)
+            continue
+        coded = _coded(column, len(slots))
+        columns.append(None if coded is None else coded[0])
+        for dev in [] if coded is None else coded[1]:
+            slots.append(Slot(np.dtype(dev.dtype), dev.shape))
+            devs.append(dev)
     index: tuple[Any, ...] = ("rest",)
     if isinstance(frame.index, cudf.RangeIndex):
         index = ("range", frame.index.start, frame.index.step, frame.index.name)

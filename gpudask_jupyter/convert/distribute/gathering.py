@@ -35,6 +35,7 @@ from ... import compat
 from ..dask_collections import on_gpu
 from ..pinned import host_memory, ring, staging, thread_count
 from . import (
+    coded_columns,
     device_blocks,
     device_packing,
     partition_layout,
@@ -68,6 +69,7 @@ class Back:
     layout: Layout | None = None
     rest: Any = None
     into: list[Any] = dataclasses.field(default_factory=list)  # where its slots' bytes go
+    own: dict[int, Any] = dataclasses.field(default_factory=dict)  # its strings' own buffers
 
     @property
     def route(self) -> str:
@@ -169,6 +171,8 @@ def _rerouted(failed: Sequence[Back], placer: Placer) -> bool:
         layout, _, rest = partition_layout.split(back.host)
         if not (layout.same_shape(back.layout) and layout.rows == back.layout.rows):
             return False
+        if any(layout.slots[i] != back.layout.slots[i] for i in layout.own_slots()):
+            return False  # string buffers of other sizes than those made ready for them
         back.rest = rest
     return True
 
@@ -198,15 +202,45 @@ def _final_layout(backs: Sequence[Back]) -> Layout | None:
 
 
 def _allocate(final: Layout, backs: Sequence[Back]) -> list[Any]:
-    """The final slots' arrays; each partition's ``into`` becomes views of its rows there."""
-    arrays = [host_memory.empty(slot.shape, slot.dtype) for slot in final.slots]
+    """The final slots' arrays; each partition's ``into`` becomes views of its rows there, or
+    for a string column's buffers, arrays of its own (``own``: the column is its chunks)."""
+    own = final.own_slots()
+    arrays = [
+        None if i in own else host_memory.empty(slot.shape, slot.dtype)
+        for i, slot in enumerate(final.slots)
+    ]
     row = 0
     for back in backs:
         assert back.layout is not None
         end = row + back.layout.rows
-        back.into = [partition_layout.as_bytes(a[row:end]) for a in arrays]
+        back.own = {
+            i: host_memory.empty(back.layout.slots[i].shape, back.layout.slots[i].dtype)
+            for i in own
+        }
+        back.into = [
+            partition_layout.as_bytes(back.own[i] if a is None else a[row:end])
+            for i, a in enumerate(arrays)
+        ]
         row = end
     return arrays
+
+
+def _joined(final: Layout, backs: Sequence[Back]) -> dict[int, Any]:
+    """The string columns, by position: each partition's buffers made its pandas array, joined
+    as Arrow chunks (no copy)."""
+    made = {}
+    for position, column in enumerate(final.columns):
+        if isinstance(column, coded_columns.Coded) and not column.stacks:
+            pieces = []
+            for back in backs:
+                assert back.layout is not None
+                mine = back.layout.columns[position]
+                assert isinstance(mine, coded_columns.Coded)
+                pieces.append(coded_columns.rebuild_column(mine, back.layout.rows, back.own))
+            made[position] = coded_columns.joined_strings(pieces, column.dtype)
+    for back in backs:
+        back.own = {}
+    return made
 
 
 def _read(
@@ -387,7 +421,8 @@ def gather(
         rounds = _through_segments(backs, placer, segments, shared_memory.budget())
     _copy_local(backs)
     final = _index(final, backs, arrays)
-    host = partition_layout.rebuild(final, arrays, _rest(final, backs))
+    made = _joined(final, backs)
+    host = partition_layout.rebuild(final, arrays, _rest(final, backs), made)
     log.debug(
         "gathered in %.3f s: partitions described %.3f s, through GPU memory %.3f s, the rest "
         "and the object %.3f s", time.perf_counter() - started, described - started,

@@ -1,11 +1,12 @@
 """One partition as fixed-width arrays ("slots") plus the rest, and back.
 
-What crosses shared memory are raw bytes, so only what is fully described by a NumPy dtype and
-a shape can take that route: numeric, boolean, complex, datetime and timedelta columns in
-native byte order, a plain index of such values, a NumPy array of such a dtype. Everything else
-(strings, categoricals, nullable extension dtypes, a MultiIndex, object arrays) is the "rest",
-a small pandas object that Dask moves itself. A :class:`Layout` says which is which and is all a
-worker needs to rebuild the partition; it pickles without the data.
+What crosses shared memory or GPU memory are raw bytes, so only what is fully described by NumPy
+dtypes and shapes can take those routes: numeric, boolean, complex, datetime and timedelta
+columns in native byte order, a plain index of such values, a NumPy array of such a dtype, and
+the columns made of such buffers (Arrow strings, categoricals, pandas' nullable columns:
+:mod:`.coded_columns`). Everything else (Python objects, time zones, a MultiIndex ...) is the
+"rest", a small pandas object that Dask moves itself. A :class:`Layout` says which is which and
+is all a worker needs to rebuild the partition; it pickles without the data.
 
 Used on both sides: the kernel splits, a worker joins (``--distribute``), and the reverse
 (``--gather``).
@@ -17,6 +18,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .coded_columns import Coded, rebuild_column, split_column, why_rest
 
 FIXED_KINDS = frozenset("biufcmM")
 _TIME_UNITS = frozenset({"s", "ms", "us", "ns"})
@@ -34,14 +37,15 @@ class Slot:
 
 @dataclass(frozen=True)
 class Layout:
-    """How one partition is split. ``columns[i]`` is the slot of column ``i``, None when the
-    column is in the rest; ``index`` is ``("range", start, step, name)``, ``("slot", n, name)`` or
-    ``("rest",)``; ``labels`` are a frame's column labels or a series' name."""
+    """How one partition is split. ``columns[i]`` is the slot of column ``i``, a
+    :class:`.Coded` column of several slots, or None when the column is in the rest;
+    ``index`` is ``("range", start, step, name)``, ``("slot", n, name)`` or ``("rest",)``;
+    ``labels`` are a frame's column labels or a series' name."""
 
     kind: str  # "frame", "series" or "array"
     rows: int
     slots: tuple[Slot, ...]
-    columns: tuple[int | None, ...] = ()
+    columns: tuple[int | Coded | None, ...] = ()
     index: tuple[Any, ...] = ("rest",)
     labels: Any = None
     attrs: dict[str, Any] = field(default_factory=dict)
@@ -58,6 +62,15 @@ class Layout:
             and [s.shape[1:] for s in self.slots] == [s.shape[1:] for s in other.slots]
             and self.columns == other.columns
             and self.index[0] == other.index[0]
+        )
+
+    def own_slots(self) -> frozenset[int]:
+        """Slots that are one partition's buffers (a string column's), not rows that stack."""
+        return frozenset(
+            slot
+            for column in self.columns
+            if isinstance(column, Coded) and not column.stacks
+            for slot in column.slots
         )
 
 
@@ -95,7 +108,7 @@ def split(obj: Any) -> tuple[Layout, list[Any], Any]:
     frame = obj.to_frame() if isinstance(obj, pd.Series) else obj
     slots: list[Slot] = []
     arrays: list[Any] = []
-    columns: list[int | None] = []
+    columns: list[int | Coded | None] = []
     rest_positions = []
     for position in range(frame.shape[1]):
         dtype = frame.dtypes.iloc[position]
@@ -104,9 +117,16 @@ def split(obj: Any) -> tuple[Layout, list[Any], Any]:
             slots.append(Slot(values.dtype, values.shape))
             arrays.append(values)
             columns.append(len(slots) - 1)
-        else:
+            continue
+        coded = split_column(frame.iloc[:, position], len(slots))
+        if coded is None:
             columns.append(None)
             rest_positions.append(position)
+            continue
+        columns.append(coded[0])
+        for values in coded[1]:
+            slots.append(Slot(values.dtype, values.shape))
+            arrays.append(values)
     index = _index_layout(frame.index, slots, arrays)
     rest = None
     if rest_positions or index[0] == "rest":
@@ -146,8 +166,11 @@ def make_index(
     return rest.index
 
 
-def rebuild(layout: Layout, arrays: list[Any], rest: Any) -> Any:
-    """The partition ``split`` was given, from the slots' arrays (used without a copy)."""
+def rebuild(
+    layout: Layout, arrays: list[Any], rest: Any, made: dict[int, Any] | None = None
+) -> Any:
+    """The partition ``split`` was given, from the slots' arrays (used without a copy); ``made``:
+    columns already built, by position (a gathered string column, made of its partitions')."""
     import pandas as pd
 
     if layout.kind == "array":
@@ -158,11 +181,16 @@ def rebuild(layout: Layout, arrays: list[Any], rest: Any) -> Any:
 
     index = make_index(layout, rest, pd.RangeIndex, from_slot)
     data: dict[int, Any] = {}
+    made = made or {}
     taken = 0
     for position, slot in enumerate(layout.columns):
-        if slot is None:
+        if position in made:
+            data[position] = made[position]
+        elif slot is None:
             data[position] = rest.iloc[:, taken].array
             taken += 1
+        elif isinstance(slot, Coded):
+            data[position] = rebuild_column(slot, layout.rows, arrays)
         else:
             data[position] = arrays[slot]
     if layout.kind == "series":
@@ -187,3 +215,27 @@ def as_bytes(array: Any) -> Any:
     import numpy as np
 
     return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+
+
+def rest_note(name: str, obj: Any, how: str) -> str | None:
+    """The report's note on the columns of ``obj`` (and its index) that crossed by ``how``
+    (Dask's own transfer) and why, or None when every column took a fast route."""
+    import pandas as pd
+
+    if not isinstance(obj, pd.DataFrame | pd.Series):
+        return None
+    frame = obj.to_frame() if isinstance(obj, pd.Series) else obj
+    said = []
+    for position in range(frame.shape[1]):
+        sample = frame.iloc[:1000, position]
+        if not is_fixed(sample.dtype) and split_column(sample.iloc[:0], 0) is None:
+            said.append(f"{frame.columns[position]!r} ({why_rest(sample)})")
+    index = frame.index
+    if type(index) is not pd.RangeIndex and not (
+        index.nlevels == 1 and is_fixed(index.dtype) and getattr(index, "tz", None) is None
+    ):
+        why = "a MultiIndex" if index.nlevels > 1 else why_rest(index[:1000])
+        said.append(f"the index ({why})")
+    if not said:
+        return None
+    return f"{name}: {', '.join(said)} crossed by {how}; every other column as raw buffers"

@@ -25,7 +25,15 @@ from ..failures import describe
 from ..lookup import find
 from ..report import Moved, Report, kind_of, nbytes_of, shape_of
 from ..transaction import convert_one, transact
-from . import cluster_view, gathering, persisted, shared_memory, spread, watch
+from . import (
+    cluster_view,
+    gathering,
+    partition_layout,
+    persisted,
+    shared_memory,
+    spread,
+    watch,
+)
 from .cluster_view import Failed, WorkerView
 from .placing import Placer
 
@@ -150,6 +158,10 @@ class _Transaction:
         )
         self.report.moved.append(moved)
         self.report.notes.append(placement(name, routes))
+        if any("+ scatter" in route for _, route in routes):
+            rest = partition_layout.rest_note(name, obj, "Dask's scatter")
+            if rest is not None:
+                self.report.notes.append(rest)
         return collection
 
     def persist(self, name: str, obj: Any, gpu: bool) -> Any:
@@ -180,6 +192,10 @@ class _Transaction:
             host, routes, rounds = gathering.gather(obj, placer, self.views, self.segments)
             host = gathering.byte_order_of_meta(host, obj)
             self.report.notes.append(placement(name, routes))
+            if any("+ client" in route for _, route in routes):
+                rest = partition_layout.rest_note(name, host, "Dask's own transfer")
+                if rest is not None:
+                    self.report.notes.append(rest)
         seconds = time.perf_counter() - started
         label = f"Dask {type(obj).__name__} → {'NumPy' if _is_numpy(host) else 'pandas'}"
         moved = Moved(
