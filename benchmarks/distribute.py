@@ -3,7 +3,7 @@ today's ways of putting a pandas frame or NumPy array on every worker of a clust
 
 One table, every anchor measured in the same run on the same bytes (a frame of eight float64
 columns, and an array of the same size; with ``--strings``, also a table of the same size as
-people load them: a third of its bytes in a string column with 1% nulls, a categorical, four
+people load them: about 40% of its bytes in a string column with 1% nulls, a categorical, four
 float64 and one int64 column):
 
   to the cluster (persisted, waited for)
@@ -317,7 +317,7 @@ def make_data(gib: float) -> tuple[Any, Any]:
 
 
 def make_table(gib: float) -> Any:
-    """A table of about ``gib`` GiB with a third of its bytes in one string column (1% nulls,
+    """A table of about ``gib`` GiB with about 40% of its bytes in one string column (1% nulls,
     words of 2–40 characters), a categorical, four float64 and one int64 column. The strings are
     made by Arrow (a vocabulary taken at random rows): Python would take minutes at 8 GiB."""
     import numpy as np

@@ -1,10 +1,11 @@
 """GPU partitions packed into a block of their worker's memory, for the kernel to copy out.
 
 The way back of :mod:`.device_blocks` (``--gather``): the worker copies a cuDF / CuPy
-partition's fixed-width columns into one fresh block (device to device, fast) and exports it;
+partition's fixed-width columns, and the buffers of its string and categorical columns as pandas
+keeps them (:mod:`.coded_columns`), into one fresh block (device to device, fast) and exports it;
 the kernel copies them from there into the final arrays through its pinned pipeline. Columns
-that ``.to_pandas()`` would change (ints with nulls and the like), strings and categoricals come
-back as a small pandas "rest" through Dask. A worker that cannot make a block says why
+that ``.to_pandas()`` would change (ints with nulls and the like) come back as a small pandas
+"rest" through Dask. A worker that cannot make a block says why
 (:class:`.device_blocks.Unavailable`), and its partitions come back the usual way.
 """
 

@@ -11,7 +11,7 @@ worker's pinned pipeline when it is on a GPU). Then:
 - **shared memory** (workers of this machine): the kernel creates an owner-only segment for each
   partition, the worker writes the partition's fixed-width bytes into it, and the kernel reads
   them straight into the final arrays, several at a time; in rounds when shared memory is small.
-  What is not fixed-width comes back through Dask.
+  What has no fixed-width buffers (:mod:`.coded_columns`) comes back through Dask.
 - **client** (workers elsewhere): Dask's own transfer of the host partition, then a copy into
   the final arrays.
 

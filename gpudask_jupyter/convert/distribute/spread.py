@@ -6,13 +6,14 @@ every worker starts early), and each partition is built by the worker that will 
 - **shared memory** (workers of this machine): the kernel writes the partition's fixed-width
   bytes once into an owner-only segment, several partitions at a time; the worker reads them
   into its own memory, or copies them straight to its GPU. When shared memory is small, the
-  bytes cross in rounds that fit (:mod:`.segment_plan`). Columns that are not fixed-width (strings,
-  categoricals ...) are scattered by Dask alongside.
+  bytes cross in rounds that fit (:mod:`.segment_plan`). String, categorical and nullable
+  columns cross as the fixed-width buffers they are made of (:mod:`.coded_columns`); only what
+  has none (Python objects, time zones ...) is scattered by Dask alongside.
 - **CUDA IPC** (GPU workers of this machine whose GPU the kernel sees too, the usual case after
   ``%gpu_cluster start``): the worker allocates the partition's device memory and exports it;
   the kernel copies the fixed-width bytes straight into it through its own pinned pipeline
-  (:mod:`.device_blocks`), one pass of the CPU over every byte. Columns that are not
-  fixed-width are scattered alongside. A worker whose memory the kernel cannot open takes the
+  (:mod:`.device_blocks`), one pass of the CPU over every byte, string buffers included. The
+  rest is scattered alongside. A worker whose memory the kernel cannot open takes the
   shared-memory route instead.
 - **scatter** (workers elsewhere, or no room): Dask's own transfer of the pandas/NumPy part to
   the worker, converted there.
