@@ -359,6 +359,11 @@ def column_has_nulls(column: Any) -> bool:
     return bool(column.has_nulls())
 
 
+def column_isnull(column: Any) -> Any:
+    """``ColumnBase.isnull()``: a boolean cuDF column, True where null."""
+    return column.isnull()
+
+
 def column_values(column: Any) -> Any:
     """``ColumnBase.values``: a CuPy array of the column, NaN where null (a new array if any)."""
     return column.values

@@ -4,9 +4,10 @@ The way back of :mod:`.device_blocks` (``--gather``): the worker copies a cuDF /
 partition's fixed-width columns, and the buffers of its string and categorical columns as pandas
 keeps them (:mod:`.coded_columns`), into one fresh block (device to device, fast) and exports it;
 the kernel copies them from there into the final arrays through its pinned pipeline. Columns
-that ``.to_pandas()`` would change (ints with nulls and the like) come back as a small pandas
-"rest" through Dask. A worker that cannot make a block says why
-(:class:`.device_blocks.Unavailable`), and its partitions come back the usual way.
+that ``.to_pandas()`` would change (NumPy ints with nulls, which become floats there) come back
+as a small pandas "rest" through Dask; pandas' nullable columns cross as values and mask. A
+worker that cannot make a block says why (:class:`.device_blocks.Unavailable`), and its
+partitions come back the usual way.
 """
 
 from __future__ import annotations
@@ -103,6 +104,9 @@ def _coded(column: Any, first_slot: int) -> tuple[Coded, list[Any]] | None:
             devs.append(mask[: arrow_columns.mask_bytes(size)])
         slots = tuple(range(first_slot, first_slot + len(devs)))
         return Coded(coded_columns.STRINGS, slots, column.dtype, nulls), devs
+    masked = _masked(column, first_slot)
+    if masked is not None:
+        return masked
     parts = compat.categorical_parts(column)
     if parts is None or parts[1] == "f":
         return None  # float categories: cuDF maps NaN categories to missing codes on the host
@@ -113,6 +117,32 @@ def _coded(column: Any, first_slot: int) -> tuple[Coded, list[Any]] | None:
     signed = pd.Categorical.from_codes(np.empty(0, np.int8), dtype=dtype).codes.dtype
     filled = compat.column_fillna(compat.column_astype(codes, signed), -1)
     return Coded(coded_columns.CATEGORICAL, (first_slot,), dtype), [compat.column_values(filled)]
+
+
+def _masked(column: Any, first_slot: int) -> tuple[Coded, list[Any]] | None:
+    """A cuDF column of a pandas nullable dtype (what ``cudf.from_pandas`` makes of ``Int64``,
+    ``boolean`` ...) as the values and the mask (True where missing) of the pandas masked array
+    ``to_pandas`` gives; None for other columns (a NumPy int with nulls becomes float there)."""
+    import numpy as np
+    from pandas.core.arrays.masked import BaseMaskedArray
+
+    if isinstance(column.dtype, np.dtype):
+        return None
+    dtype = compat.column_to_pandas(compat.column_slice(column, 0, 0)).dtype
+    if not issubclass(getattr(dtype, "construct_array_type", lambda: object)(), BaseMaskedArray):
+        return None
+    values_dtype = dtype.numpy_dtype
+    if values_dtype.kind not in "biuf":
+        return None
+    nulls = compat.column_has_nulls(column)
+    filled = compat.column_fillna(column, values_dtype.type(0)) if nulls else column
+    values = compat.column_values(compat.column_astype(filled, values_dtype))
+    missing = compat.column_values(compat.column_isnull(column))
+    count = int(missing.sum()) if nulls else 0
+    return Coded(coded_columns.MASKED, (first_slot, first_slot + 1), dtype, count), [
+        values,
+        missing,
+    ]
 
 
 def _split_on_device(part: Any) -> tuple[Layout, list[Any], Any]:
