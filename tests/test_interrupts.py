@@ -57,7 +57,16 @@ def _interrupt_after(km: Any, kc: Any, code: str, delay: float) -> tuple[float, 
     while True:
         reply = kc.get_shell_msg(timeout=60)
         if reply["parent_header"].get("msg_id") == msg_id:
-            return time.monotonic() - interrupted, reply["content"]["status"]
+            took = time.monotonic() - interrupted
+            break
+    # ipykernel sends an error reply before it starts aborting what is queued behind it
+    # (stop_on_error); its "idle" comes after that has begun, so a request sent once idle is
+    # not aborted with the queue
+    while True:
+        msg = kc.get_iopub_msg(timeout=60)
+        mine = msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+        if mine and msg["content"]["execution_state"] == "idle":
+            return took, reply["content"]["status"]
 
 
 def _nothing_left(km: Any, kc: Any, runtime_dir: Path, ports: set[int]) -> None:

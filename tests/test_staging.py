@@ -571,13 +571,20 @@ def test_an_interrupted_copy_device_to_host_stops_before_it_returns() -> None:
 
 def test_a_busy_host_gets_fewer_copy_threads_and_the_same_bytes() -> None:
     class Counting(FakeBackend):
+        """Each copy waits (at most 2 s) until ``expect`` threads have copied: every thread that
+        may copy gets a piece however busy this host is, and one more would show."""
+
         def __init__(self) -> None:
             super().__init__()
             self.threads: set[str] = set()
+            self.expect = 2
+            self.arrived = threading.Condition()
 
         def copy_async(self, dst: int, src: int, size: int, to_device: bool, stream: Any) -> None:
-            self.threads.add(threading.current_thread().name)
-            time.sleep(0.001)  # long enough that every thread that may copy gets a piece
+            with self.arrived:
+                self.threads.add(threading.current_thread().name)
+                self.arrived.notify_all()
+                self.arrived.wait_for(lambda: len(self.threads) >= self.expect, timeout=2)
             super().copy_async(dst, src, size, to_device, stream)
 
     asked: list[int] = []
@@ -595,6 +602,7 @@ def test_a_busy_host_gets_fewer_copy_threads_and_the_same_bytes() -> None:
         _assert_equal(devices, hosts)
         assert asked == [6] and len(backend.threads) == 2
         backend.threads.clear()
+        backend.expect = 6
         everyone = PinnedStager(12 * MiB, 6, backend=backend)  # no load given: all six
         everyone.copy(_segments(hosts, devices), to_device=True, device=0)
         assert len(backend.threads) == 6
