@@ -354,6 +354,14 @@ class GpuDaskMagics(Magics):
             report, unavailable = _convert(args, direction, namespace, names)
         except GpuDaskError as err:
             raise _user_error(err) from None
+        except KeyboardInterrupt:
+            # a fresh interrupt, raised here: its traceback is this frame, not the transfer's
+            # internals, which IPython would take a second or more to format and which would
+            # say nothing to the user
+            raise KeyboardInterrupt(
+                f"%%to_{direction} interrupted: no variable was rebound; what had already moved "
+                "is being released"
+            ) from None
         for why in dict.fromkeys(unavailable):
             message = notice_once(why)
             if message:
