@@ -144,7 +144,7 @@ OPTIONS: dict[str, Option] = {
             "prewarm",
             True,
             _bool,
-            "Once the cell that loads the extension has run, import in the background what "
+            "Once the kernel has idled a second after a cell, import in the background what "
             "`%gpu_cluster start` needs (dask, distributed, its dashboard), so that the first "
             "start is not slower than later ones. Starts no process.",
         ),
