@@ -39,8 +39,10 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register the magics, their tab completion, and the closing of what they start when the
-    kernel shuts down or gets SIGTERM (:mod:`.lifecycle.shutdown`)."""
+    kernel shuts down or gets SIGTERM (:mod:`.lifecycle.shutdown`); once the running cell has
+    finished, import what a start needs in the background (:mod:`.cluster.prewarm`)."""
     global _magics
+    from .cluster import prewarm
     from .lifecycle import leftovers, shutdown
     from .magics import completion
     from .magics.gpudask_magics import GpuDaskMagics
@@ -53,6 +55,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     ipython.configurables.append(_magics)
     completion.install(ipython)
     shutdown.install(ipython)
+    prewarm.after_cell(ipython)
 
 
 def unload_ipython_extension(ipython: InteractiveShell) -> None:
@@ -60,9 +63,11 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
     and put back what loading changed (completion, the kernel's shutdown, SIGTERM)."""
     global _magics
     from . import config, lifecycle
+    from .cluster import prewarm
     from .lifecycle import shutdown
     from .magics import completion
 
+    prewarm.cancel()
     lifecycle.unload()
     shutdown.uninstall()
     completion.uninstall(ipython)

@@ -141,6 +141,14 @@ OPTIONS: dict[str, Option] = {
             "login shell) and processes; `true` or `false` decides without looking.",
         ),
         Option(
+            "prewarm",
+            True,
+            _bool,
+            "Once the kernel has idled a second after a cell, import in the background what "
+            "`%gpu_cluster start` needs (dask, distributed, its dashboard), so that the first "
+            "start is not slower than later ones. Starts no process.",
+        ),
+        Option(
             "startup-timeout",
             "60s",
             parse_seconds,

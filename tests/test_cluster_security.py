@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
@@ -246,3 +247,72 @@ def test_without_a_dashboard_the_http_ports_answer_only_health(shell) -> None:
         assert _http_status(f"{base}/health") == 200
         for page in ("/metrics", "/json/identity.json", "/info/main/workers.html", "/status"):
             assert _http_status(base + page) == 404, base + page
+
+
+# -- the certificates and the SSL contexts made from them ----------------------------------------
+
+ROLES = ("client", "scheduler", "worker")
+
+
+def temporary_tls_security(kernel: str) -> Any:
+    from gpudask_jupyter.cluster.options import temporary_tls
+
+    return temporary_tls(kernel)[0]
+
+
+def test_each_cluster_has_its_own_certificate_and_owner_only_files(runtime_dir: Path) -> None:
+    from gpudask_jupyter.cluster.options import temporary_tls
+
+    (_, first), (_, second) = temporary_tls("kernel-a"), temporary_tls("kernel-b")
+    assert Path(first["cert_file"]).read_text() != Path(second["cert_file"]).read_text()
+    folder = Path(first["key_file"]).parent
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert all(Path(path).stat().st_mode & 0o777 == 0o600 for path in first.values())
+
+
+def test_one_context_per_use_shared_by_every_role(runtime_dir: Path) -> None:
+    security = temporary_tls_security("kernel-a")
+    contexts = {id(security.get_connection_args(r)["ssl_context"]) for r in ROLES}
+    listening = {id(security.get_listen_args(r)["ssl_context"]) for r in ROLES}
+    assert len(contexts) == len(listening) == 1 and contexts != listening
+    assert security.get_listen_args("scheduler")["ssl_context"].num_tickets == 0
+    assert security.get_connection_args("client")["require_encryption"] is True
+
+
+def test_a_worker_gets_the_settings_and_makes_its_own_contexts(runtime_dir: Path) -> None:
+    import pickle
+
+    security = temporary_tls_security("kernel-a")
+    context = security.get_connection_args("worker")["ssl_context"]
+    copy = pickle.loads(pickle.dumps(security))
+    assert type(copy) is type(security) and repr(copy) == repr(security)
+    assert copy.get_connection_args("worker")["ssl_context"] is not context
+
+
+def test_a_certificate_of_another_cluster_is_refused(runtime_dir: Path) -> None:
+    import asyncio
+
+    from distributed.comm import connect, listen
+
+    ours, theirs = temporary_tls_security("kernel-a"), temporary_tls_security("kernel-b")
+
+    async def attempt(security: Any) -> str:
+        async def answer(comm: Any) -> None:
+            await comm.write("hello")
+            await comm.close()
+
+        listener = listen("tls://127.0.0.1:0", answer, **ours.get_listen_args("scheduler"))
+        await listener.start()
+        try:
+            args = security.get_connection_args("client")
+            comm = await connect(listener.contact_address, timeout=5, **args)
+            message = str(await comm.read())
+            await comm.close()
+            return message
+        except OSError as err:
+            return type(err).__name__
+        finally:
+            listener.stop()
+
+    assert asyncio.run(attempt(ours)) == "hello"
+    assert asyncio.run(attempt(theirs)) == "FatalCommClosedError"  # refused at the handshake

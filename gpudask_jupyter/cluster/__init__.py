@@ -2,7 +2,8 @@
 
 - :mod:`.session`: the one :class:`~.session.ClusterSession` of the kernel and its life.
 - :mod:`.commands`: what each ``%gpu_cluster`` subcommand does to it, checked before anything
-  changes; :mod:`.operations`: run so that Ctrl-C cannot cut one in half.
+  changes; :mod:`.operations`: run so that Ctrl-C cannot cut one in half; :mod:`.prewarm`: the
+  imports a first start needs, made in the background after the extension's cell.
 - :mod:`.options`, :mod:`.target`, :mod:`.gpus`: what a request asks for, checked before
   anything starts; :mod:`.security`, :mod:`.certificates`, :mod:`.local_users`: who may reach it.
 - :mod:`.connect`, :mod:`.handshake`, :mod:`.join`: the library's objects, made and closed within

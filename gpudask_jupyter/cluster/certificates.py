@@ -50,10 +50,11 @@ def fresh_pem() -> dict[str, str]:
 
 
 def security_of(pem: dict[str, str]) -> Any:
-    """The ``distributed.Security`` that uses ``pem`` for every role, encryption required."""
-    from distributed import Security
+    """The ``distributed.Security`` that uses ``pem`` for every role, encryption required, its
+    SSL contexts made once per process (:mod:`.tls_contexts`)."""
+    from .tls_contexts import ClusterSecurity
 
-    return Security(
+    return ClusterSecurity(
         require_encryption=True,
         tls_ca_file=pem["ca"],
         tls_client_key=pem["key"],

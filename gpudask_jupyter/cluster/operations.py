@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from .. import lifecycle
+from . import prewarm
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ def run(
 
     def body() -> None:
         try:
+            prewarm.wait()  # never the same imports on two threads at once
             operation.result = work(operation)
         except BaseException as err:  # handed to the waiting thread, or logged if it left
             operation.error = err

@@ -1,0 +1,159 @@
+"""The imports a first ``%gpu_cluster start`` needs, made while the kernel waits for a cell.
+
+A start in a fresh kernel would otherwise import dask, distributed, the scheduler's dashboard
+(bokeh) and HTTP routes, cryptography and this package's cluster modules on its critical path,
+before the scheduler exists: work that no later start repeats, and most of what makes the first
+one slow. Loading the extension imports none of it (that stays cheap). Once the kernel has been
+idle for :data:`IDLE` seconds after a cell, a daemon thread imports them, while the user reads
+and types; a cell that starts sooner (Run All) puts them off, since the imports hold the
+interpreter and would slow that cell and its Ctrl-C. The thread starts no process and no CUDA
+context. An operation that begins first makes the imports itself, as before, and an operation
+that begins during them waits for them (:func:`wait`): never the same imports on two threads.
+Off with the ``prewarm`` option.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import logging
+import threading
+import time
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: what every start imports, in order: dask first, the root every other import passes through
+MODULES = (
+    "dask",
+    "distributed",
+    "distributed.deploy.local",
+    "multiprocessing.synchronize",
+    "cryptography.x509",
+    "cryptography.hazmat.primitives.asymmetric.ec",
+    "cryptography.hazmat.primitives.serialization",
+    "cryptography.hazmat.backends.openssl",
+    "gpudask_jupyter.cluster.certificates",
+    "gpudask_jupyter.cluster.tls_contexts",
+    "gpudask_jupyter.cluster.commands",
+    "gpudask_jupyter.cluster.tables",
+    "gpudask_jupyter.monitor.scheduler_probe",
+)
+#: imported only where bokeh is installed: the dashboard a start serves by default
+DASHBOARD = "distributed.dashboard.scheduler"
+#: the dask config key naming the scheduler's HTTP routes (modules it imports as it starts)
+ROUTES = "distributed.scheduler.http.routes"
+#: seconds without a cell after which the imports begin
+IDLE = 1.0
+#: seconds an operation waits for imports under way before making its own
+WAIT = 60.0
+
+_lock = threading.Lock()
+_shell: Any = None
+_timer: threading.Timer | None = None  # armed after a cell; the imports run on its thread
+_begun = threading.Event()
+_settled = False  # an operation came first: it made the imports
+took: float | None = None  # seconds the imports took, once done (the benchmark reports it)
+
+
+def after_cell(shell: Any) -> None:
+    """Make the imports once ``shell`` is idle after a cell (the one loading the extension)."""
+    global _shell
+    cancel()
+    if _begun.is_set() or _settled:
+        return
+    _shell = shell
+    shell.events.register("pre_run_cell", _cell_starts)
+    shell.events.register("post_run_cell", _cell_ran)
+
+
+def cancel() -> None:
+    """Make no imports that have not begun (``%unload_ext``); begun ones finish on their own."""
+    global _shell
+    _disarm()
+    shell, _shell = _shell, None
+    if shell is not None:
+        for event, hook in (("pre_run_cell", _cell_starts), ("post_run_cell", _cell_ran)):
+            with contextlib.suppress(ValueError):  # already gone
+                shell.events.unregister(event, hook)
+
+
+def wait(timeout: float = WAIT) -> None:
+    """On an operation's thread, before it imports anything: imports not begun never will
+    (the operation makes them); imports under way are waited for, at most ``timeout``."""
+    global _settled
+    _settled = True
+    _disarm()
+    join(timeout)
+
+
+def join(timeout: float = WAIT) -> None:
+    """Wait for imports under way or armed, at most ``timeout`` (benchmarks, tests)."""
+    timer = _timer
+    if timer is not None and timer is not threading.current_thread():
+        timer.join(timeout)
+
+
+def _cell_ran(result: Any = None) -> None:
+    global _timer
+    if _begun.is_set() or _settled:
+        cancel()  # nothing left to do: the hooks go
+        return
+    with _lock:
+        if _timer is None:
+            _timer = threading.Timer(IDLE, _import_all)
+            _timer.name = "gpudask-prewarm"
+            _timer.daemon = True
+            _timer.start()
+
+
+def _cell_starts(info: Any = None) -> None:
+    _disarm()
+
+
+def _disarm() -> None:
+    """Put off imports that have not begun; the next idle moment arms them again."""
+    global _timer
+    with _lock:
+        if _timer is not None and not _begun.is_set():
+            _timer.cancel()
+            _timer = None
+
+
+def _import_all() -> None:
+    global took
+    with _lock:
+        if _timer is not threading.current_thread() or _settled:
+            return  # disarmed as it fired
+        _begun.set()
+    from .. import config
+
+    begun = time.perf_counter()
+    try:
+        if not config.get("prewarm"):
+            return
+        for name in (*MODULES, *_optional()):
+            importlib.import_module(name)
+    except Exception:  # the operation that needs the module imports it again, and says why
+        log.debug("importing ahead of the first start failed", exc_info=True)
+        return
+    took = time.perf_counter() - begun
+    log.debug("imports for the first start made in %.2fs", took)
+
+
+def _optional() -> list[str]:
+    """The scheduler's HTTP routes, the dashboard where bokeh is installed, dask-cuda where it is
+    installed and GPUs are seen."""
+    import dask.config
+
+    names = list(dask.config.get(ROUTES, default=None) or [])
+    if importlib.util.find_spec("bokeh") is not None:
+        names.append(DASHBOARD)
+    if importlib.util.find_spec("dask_cuda") is not None:
+        from .. import config
+        from ..machine import nvml
+
+        if config.get("nvml") and nvml.devices():
+            names.append("dask_cuda")
+    return names

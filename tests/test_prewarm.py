@@ -1,0 +1,82 @@
+"""The imports of a first start are made while the kernel is idle, never in a cell or beside an
+operation that makes them itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+SETUP = """
+import sys, json
+from IPython.core.interactiveshell import InteractiveShell
+from gpudask_jupyter.cluster import prewarm
+ip = InteractiveShell.instance()
+"""
+
+
+def _run(code: str) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", SETUP + code], capture_output=True, text=True, check=True
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_imports_follow_an_idle_moment_after_the_loading_cell() -> None:
+    seen = _run("""
+prewarm.IDLE = 0.05
+ip.run_cell("%load_ext gpudask_jupyter")
+in_the_cell = "distributed" in sys.modules
+prewarm.join()
+print(json.dumps({"in_the_cell": in_the_cell, "after": "distributed" in sys.modules,
+                  "ours": "gpudask_jupyter.cluster.commands" in sys.modules}))
+""")
+    assert seen == {"in_the_cell": False, "after": True, "ours": True}
+
+
+def test_a_cell_that_starts_sooner_puts_them_off() -> None:
+    seen = _run("""
+prewarm.IDLE = 60
+ip.run_cell("%load_ext gpudask_jupyter")
+first = prewarm._timer
+ip.events.trigger("pre_run_cell", None)  # the next cell, at once (Run All)
+off = prewarm._timer is None and first is not None and first.finished.is_set()
+ip.run_cell("x = 1")
+print(json.dumps({"off": off, "again": prewarm._timer is not None,
+                  "distributed": "distributed" in sys.modules}))
+prewarm.cancel()
+""")
+    assert seen == {"off": True, "again": True, "distributed": False}
+
+
+def test_an_operation_that_comes_first_makes_them_itself() -> None:
+    seen = _run("""
+prewarm.IDLE = 60
+ip.run_cell("%load_ext gpudask_jupyter")
+prewarm.wait()  # what an operation's thread does first
+ip.run_cell("x = 1")
+print(json.dumps({"armed": prewarm._timer is not None,
+                  "hooked": prewarm._cell_ran in ip.events.callbacks["post_run_cell"]}))
+""")
+    assert seen == {"armed": False, "hooked": False}
+
+
+def test_the_option_turns_them_off() -> None:
+    seen = _run("""
+prewarm.IDLE = 0.05
+ip.run_cell("%load_ext gpudask_jupyter\\n%config GpuDaskMagics.prewarm = False")
+prewarm.join()
+print(json.dumps({"distributed": "distributed" in sys.modules}))
+""")
+    assert seen == {"distributed": False}
+
+
+def test_unloading_cancels_them() -> None:
+    seen = _run("""
+prewarm.IDLE = 0.05
+ip.run_cell("%load_ext gpudask_jupyter\\n%unload_ext gpudask_jupyter")
+prewarm.join()
+print(json.dumps({"armed": prewarm._timer is not None,
+                  "distributed": "distributed" in sys.modules}))
+""")
+    assert seen == {"armed": False, "distributed": False}
