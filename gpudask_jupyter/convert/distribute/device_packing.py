@@ -119,6 +119,23 @@ def _coded(column: Any, first_slot: int) -> tuple[Coded, list[Any]] | None:
     return Coded(coded_columns.CATEGORICAL, (first_slot,), dtype), [compat.column_values(filled)]
 
 
+def _times_with_nulls(column: Any) -> Any:
+    """A cuDF datetime or timedelta column with nulls as the int64 values of the NumPy array
+    ``to_pandas`` gives (NaT, the smallest int64, where null), or None (another column, or a
+    cuDF that will not cast it: the rest then)."""
+    import numpy as np
+
+    dtype = column.dtype
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "mM":
+        return None
+    try:
+        ints = compat.column_astype(column, np.dtype(np.int64))
+        return compat.column_values(compat.column_fillna(ints, np.iinfo(np.int64).min))
+    except Exception:
+        log.debug("a %s column with nulls comes back through Dask", dtype, exc_info=True)
+        return None
+
+
 def _masked(column: Any, first_slot: int) -> tuple[Coded, list[Any]] | None:
     """A cuDF column of a pandas nullable dtype (what ``cudf.from_pandas`` makes of ``Int64``,
     ``boolean`` ...) as the values and the mask (True where missing) of the pandas masked array
@@ -160,6 +177,8 @@ def _split_on_device(part: Any) -> tuple[Layout, list[Any], Any]:
     columns: list[int | Coded | None] = []
     for _, column in compat.frame_columns(frame):
         values = host_values(column)
+        if values is None:
+            values = _times_with_nulls(column)
         if values is not None:
             columns.append(len(slots))
             slots.append(Slot(np.dtype(column.dtype), (len(column),)))
