@@ -12,7 +12,7 @@ Then the first start in a fresh process against later ones in it (goal: at most 
 the kernel has been idle long enough for the background imports to be done (a user who reads,
 then types); the anchor is the later starts of the same processes.
 
-    python benchmarks/cluster_start.py [--repeat 5] [--cpu-workers 2] [--cpu] [--fresh 5]
+    python benchmarks/cluster_start.py [--repeat 5] [--cpu-workers 2] [--cpu | --no-cpu] [--fresh 5]
 
 With GPUs it compares against ``LocalCUDACluster`` + ``Client``; on the CPU (or with ``--cpu``)
 against ``LocalCluster`` + ``Client``. Same host, dashboard and worker count on every side (the
@@ -168,6 +168,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--cpu-workers", type=int, default=2)
     parser.add_argument("--cpu", action="store_true", help="only the CPU comparison")
+    parser.add_argument("--no-cpu", action="store_true", help="only the GPU comparison")
     parser.add_argument("--fresh", type=int, default=5, help="fresh processes per way (0: none)")
     parser.add_argument("--later", type=int, default=3, help="later starts in each")
     parser.add_argument("--_fresh", metavar="LINE", help=argparse.SUPPRESS)
@@ -184,10 +185,16 @@ def main() -> None:
 
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "gpudask_jupyter")
-    rows = [
-        "| machine | path | median s | min–max s | ratio to anchor |",
-        "| --- | --- | --- | --- | --- |",
-    ]
+
+    def show(rows: list[str]) -> None:  # each block as soon as it is measured
+        print("\n".join(rows), flush=True)
+
+    show(
+        [
+            "| machine | path | median s | min–max s | ratio to anchor |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+    )
     gpus = [d for d in nvml.devices() if not d.is_mig]
     dashboard = " --dashboard-address 127.0.0.1:0"
     if gpus and not args.cpu:
@@ -198,9 +205,12 @@ def main() -> None:
             "%gpu_cluster start --no-tls": _ours(shell, line + " --no-tls"),
             "LocalCUDACluster + Client": _anchor_gpu(n),
         }
-        rows += measure(f"{n} GPU", paths, args.repeat)
+        show(measure(f"{n} GPU", paths, args.repeat))
         if args.fresh:
-            rows += measure_first(f"{n} GPU", line, False, args.fresh, args.later)
+            show(measure_first(f"{n} GPU", line, False, args.fresh, args.later))
+    if args.no_cpu:
+        shell.run_line_magic("unload_ext", "gpudask_jupyter")
+        return
     config.set_override("nvml", False)
     nvml.reset()
     line = f"start --n-workers {args.cpu_workers} --memory-limit 2GB --oversubscribe" + dashboard
@@ -209,12 +219,11 @@ def main() -> None:
         "%gpu_cluster start --no-tls": _ours(shell, line + " --no-tls"),
         "LocalCluster + Client": _anchor_cpu(args.cpu_workers),
     }
-    rows += measure(f"CPU, {args.cpu_workers} workers", paths, args.repeat)
+    show(measure(f"CPU, {args.cpu_workers} workers", paths, args.repeat))
     shell.run_line_magic("unload_ext", "gpudask_jupyter")
     if args.fresh:
         label = f"CPU, {args.cpu_workers} workers"
-        rows += measure_first(label, line, True, args.fresh, args.later)
-    print("\n".join(rows))
+        show(measure_first(label, line, True, args.fresh, args.later))
 
 
 if __name__ == "__main__":
