@@ -34,6 +34,8 @@ Handler = Callable[["GpuDaskMagics", argparse.Namespace], Any]
 H = TypeVar("H", bound=Handler)
 
 _handlers: dict[Spec, Handler] = {}
+#: the subcommands that run as an operation Ctrl-C cannot cut in half (:mod:`..cluster.operations`)
+_OPERATIONS = frozenset({"start", "attach", "join", "leave", "scale", "restart", "stop"})
 
 
 def _subcommand(spec: Spec) -> Callable[[H], H]:
@@ -161,6 +163,15 @@ class GpuDaskMagics(Magics):
             return _handlers[spec](self, args)
         except GpuDaskError as err:
             raise _user_error(err) from None
+        except KeyboardInterrupt:
+            if sub not in _OPERATIONS:
+                raise
+            # as for %%to_gpu: a fresh interrupt, whose traceback is this frame alone (quick for
+            # IPython to show, and what the user needs to know), not the operation's waiting loop
+            raise KeyboardInterrupt(
+                f"%gpu_cluster {sub} interrupted: what it had begun is being finished or undone "
+                "on its own thread, and the next %gpu_cluster command waits for that"
+            ) from None
 
     gpu_cluster.__doc__ = parsers.gpu_cluster_doc()
 
