@@ -4,6 +4,7 @@ operation that makes them itself."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -16,8 +17,10 @@ ip = InteractiveShell.instance()
 
 
 def _run(code: str) -> dict[str, object]:
+    """``code`` in a fresh interpreter with the option on (off by default)."""
+    env = {**os.environ, "DASK_GPUDASK__PREWARM": "true"}
     out = subprocess.run(
-        [sys.executable, "-c", SETUP + code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", SETUP + code], capture_output=True, text=True, check=True, env=env
     )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
