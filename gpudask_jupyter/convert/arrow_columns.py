@@ -191,14 +191,12 @@ def to_device(series: Any, null: bool | None, batch: staging.Batch) -> Finish | 
 # -- device → host -------------------------------------------------------------------------------
 
 
-def strings_to_host(column: Any, batch: staging.Batch) -> Finish | None:
-    """Queue a cuDF string column's buffers on ``batch``; what gives the pandas array
-    ``column.to_pandas()`` holds, wrapping the arrived buffers without a copy. None: cuDF's
-    own path (a dtype other than pandas' Arrow strings, a slice, too small)."""
-    import numpy as np
-
-    dtype = column.dtype
-    if not arrow_string_dtype(dtype):
+def device_strings(column: Any) -> tuple[int, int, Any, Any, Any] | None:
+    """(rows, null count, offsets, the characters up to the last offset, mask or None) of a cuDF
+    string column that ``to_pandas`` makes pandas' Arrow strings, as CuPy arrays over its own
+    device memory; None: cuDF's own path (another dtype, a slice, characters without device
+    memory behind them)."""
+    if not arrow_string_dtype(column.dtype):
         return None
     parts = compat.string_parts(column)
     if parts is None:
@@ -207,21 +205,37 @@ def strings_to_host(column: Any, batch: staging.Batch) -> Finish | None:
     last = int(offsets[-1]) if size else 0
     if last > chars.size:
         return None  # characters without device memory behind them: cuDF's path knows why
-    if not staging.use_pinned(last + 8 * (size + 1)):
+    return size, nulls, offsets, chars[:last], mask
+
+
+def strings_to_host(column: Any, batch: staging.Batch) -> Finish | None:
+    """Queue a cuDF string column's buffers on ``batch``; what gives the pandas array
+    ``column.to_pandas()`` holds, wrapping the arrived buffers without a copy. None: cuDF's
+    own path (a dtype other than pandas' Arrow strings, a slice, too small)."""
+    import numpy as np
+
+    found = device_strings(column)
+    if found is None:
+        return None
+    size, nulls, offsets, chars, mask = found
+    if not staging.use_pinned(chars.size + 8 * (size + 1)):
         return None
     widened = offsets.dtype.itemsize != 8  # pandas keeps 64-bit offsets (large_string)
     host_offsets = batch.host_array(
         offsets.astype(np.int64) if widened else offsets, temporary=widened
     )
-    host_chars = batch.host_array(chars[:last]) if last else np.empty(0, np.uint8)
+    host_chars = batch.host_array(chars) if chars.size else np.empty(0, np.uint8)
     host_mask = batch.host_array(mask[: math.ceil(size / 8)]) if nulls else None
-
+    dtype = column.dtype
     return lambda: pandas_strings(size, nulls, host_offsets, host_chars, host_mask, dtype)
 
 
-def categorical_to_host(column: Any, batch: staging.Batch) -> Finish | None:
-    """Queue a cuDF categorical's codes (as pandas' signed codes, -1 for null) on ``batch``;
-    what gives the ``pandas.Categorical`` of ``column.to_pandas()``. None: cuDF's own path."""
+def pandas_codes(
+    column: Any, worth: Callable[[int], bool] = lambda nbytes: True
+) -> tuple[Any, Any] | None:
+    """(pandas' signed codes of a cuDF categorical column, -1 where missing, as a CuPy array; the
+    ``pandas.CategoricalDtype`` ``column.to_pandas()`` gives), or None: cuDF's own path (float
+    categories, null categories, or ``worth`` false of its codes' bytes, asked before any work)."""
     import numpy as np
     import pandas as pd
 
@@ -229,14 +243,26 @@ def categorical_to_host(column: Any, batch: staging.Batch) -> Finish | None:
     if parts is None:
         return None
     codes, categories_kind, count = parts
-    if categories_kind == "f" or not staging.use_pinned(codes.dtype.itemsize * len(codes)):
-        return None
+    if categories_kind == "f" or not worth(codes.dtype.itemsize * len(codes)):
+        return None  # float categories: cuDF maps NaN categories to missing codes on the host
     # the dtype cuDF's own conversion gives (its categories moved by cuDF), from an empty slice
     pandas_dtype = compat.column_to_pandas(compat.column_slice(column, 0, 0)).dtype
     if len(pandas_dtype.categories) != count:
         return None  # cuDF drops null categories on the host, and the codes would not match
     signed = pd.Categorical.from_codes(np.empty(0, np.int8), dtype=pandas_dtype).codes.dtype
     filled = compat.column_values(compat.column_fillna(compat.column_astype(codes, signed), -1))
+    return filled, pandas_dtype
+
+
+def categorical_to_host(column: Any, batch: staging.Batch) -> Finish | None:
+    """Queue a cuDF categorical's codes (as pandas' signed codes, -1 for null) on ``batch``;
+    what gives the ``pandas.Categorical`` of ``column.to_pandas()``. None: cuDF's own path."""
+    import pandas as pd
+
+    found = pandas_codes(column, staging.use_pinned)
+    if found is None:
+        return None
+    filled, pandas_dtype = found
     host = batch.host_array(filled, temporary=True)
     return lambda: pd.Categorical.from_codes(host, dtype=pandas_dtype, validate=False)
 

@@ -84,22 +84,15 @@ def _coded(column: Any, first_slot: int) -> tuple[Coded, list[Any]] | None:
     gives (:mod:`.coded_columns`), as CuPy arrays: strings as 64-bit offsets, the characters
     and the mask; a categorical as pandas' signed codes (-1 where missing). None: the rest."""
     import cupy
-    import numpy as np
-    import pandas as pd
 
     from .. import arrow_columns
 
     if not compat.builds_from_plc():
         return None
-    if arrow_columns.arrow_string_dtype(column.dtype):
-        found = compat.string_parts(column)
-        if found is None:
-            return None
-        size, nulls, offsets, chars, mask = found
-        last = int(offsets[-1]) if size else 0
-        if last > chars.size:
-            return None  # characters without device memory behind them
-        devs = [offsets.astype(cupy.int64, copy=False), chars[:last]]
+    strings = arrow_columns.device_strings(column)
+    if strings is not None:
+        size, nulls, offsets, chars, mask = strings
+        devs = [offsets.astype(cupy.int64, copy=False), chars]
         if nulls:
             devs.append(mask[: arrow_columns.mask_bytes(size)])
         slots = tuple(range(first_slot, first_slot + len(devs)))
@@ -107,16 +100,10 @@ def _coded(column: Any, first_slot: int) -> tuple[Coded, list[Any]] | None:
     masked = _masked(column, first_slot)
     if masked is not None:
         return masked
-    parts = compat.categorical_parts(column)
-    if parts is None or parts[1] == "f":
-        return None  # float categories: cuDF maps NaN categories to missing codes on the host
-    codes, _, count = parts
-    dtype = compat.column_to_pandas(compat.column_slice(column, 0, 0)).dtype
-    if len(dtype.categories) != count:
-        return None  # cuDF drops null categories on the host, and the codes would not match
-    signed = pd.Categorical.from_codes(np.empty(0, np.int8), dtype=dtype).codes.dtype
-    filled = compat.column_fillna(compat.column_astype(codes, signed), -1)
-    return Coded(coded_columns.CATEGORICAL, (first_slot,), dtype), [compat.column_values(filled)]
+    codes = arrow_columns.pandas_codes(column)
+    if codes is None:
+        return None
+    return Coded(coded_columns.CATEGORICAL, (first_slot,), codes[1]), [codes[0]]
 
 
 def _times_with_nulls(column: Any) -> Any:
