@@ -4,11 +4,18 @@
  *
  * Protocol (anywidget/protocol.ts): the view says hello and the kernel answers with a snapshot,
  * then frames; cluster actions go as "control" messages and come back as "control-started" and
- * "control-result"; a view that goes away says bye. Synced traits: PANEL_TRAITS. The view says within two seconds when its kernel restarted, died or closed the
+ * "control-result"; a view that goes away says bye. Each view sends its own id with both, so the bye of one (a
+ * closed output view, the view a re-render replaces) does not stop the frames of another. Synced traits: PANEL_TRAITS. The view says within two seconds when its kernel restarted, died or closed the
  * panel (anywidget/kernelwatch.ts, and the view's frame watchdog where the host shows nothing).
  */
 import type { AnyModel, RenderProps } from '@anywidget/types';
-import { BYE, HELLO, controlMessage, parseKernelMessage } from './anywidget/protocol';
+import {
+  byeMessage,
+  controlMessage,
+  helloMessage,
+  newViewId,
+  parseKernelMessage
+} from './anywidget/protocol';
 import { watchKernel } from './anywidget/kernelwatch';
 import { PANEL_TRAITS } from './view/protocol.generated';
 import { Controls, GpuDaskView } from './view/render';
@@ -44,7 +51,8 @@ function trySend(model: AnyModel<PanelTraits>, content: object): void {
 }
 
 function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): () => void {
-  const hello = (): void => trySend(model, HELLO);
+  const id = newViewId();
+  const hello = (): void => trySend(model, helloMessage(id));
 
   // The traits are the truth: the view follows them, whoever changed them (a control, Python).
   const follow = (): void => {
@@ -94,7 +102,7 @@ function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): 
   hello();
 
   return () => {
-    trySend(model, BYE);
+    trySend(model, byeMessage(id));
     unwatch();
     model.off('msg:custom', onMessage);
     for (const name of TRAITS) {

@@ -75,7 +75,7 @@ function mount(traits: Record<string, unknown> = {}, manager?: unknown) {
   return { model, el, cleanup, root };
 }
 
-const hello = { type: 'hello' };
+const hello = { type: 'hello', view: expect.any(String) };
 
 describe('anywidget front end', () => {
   it('says hello and draws the frames the kernel sends', () => {
@@ -146,10 +146,23 @@ describe('anywidget front end', () => {
     const { model, el, cleanup } = mount();
     expect(model.listeners()).toBe(6); // messages, 4 traits, comm:close
     (cleanup as () => void)();
-    expect(model.sent.at(-1)).toEqual({ type: 'bye' });
+    expect(model.sent.at(-1)).toEqual({
+      type: 'bye',
+      view: (model.sent[0] as { view: string }).view
+    });
     expect(model.listeners()).toBe(0);
     expect(el.querySelector('.gpudask-view')).toBeNull();
     model.emit('msg:custom', { type: 'frame', frame: frame() }); // nobody listens: no error
+  });
+
+  it("tells its views apart: one view's bye names only that view", () => {
+    const first = mount();
+    const second = mount();
+    const [a, b] = [first, second].map(m => (m.model.sent[0] as { view: string }).view);
+    expect(a).not.toBe(b);
+    (first.cleanup as () => void)();
+    expect(first.model.sent.at(-1)).toEqual({ type: 'bye', view: a });
+    expect(second.model.sent).toEqual([{ type: 'hello', view: b }]);
   });
 
   it('runs cluster actions through the comm and shows their progress and result', () => {

@@ -131,16 +131,29 @@ def view_data(page: Any, scope: str) -> dict[str, str]:
 
 
 def wait_drawn(page: Any, scope: str, gpu_lines: int = 0, timeout: int = 60_000) -> dict[str, str]:
-    """Wait until the view under ``scope`` drew task rectangles (and ``gpu_lines`` GPU lines)."""
-    page.wait_for_function(
-        """([scope, lines]) => {
-            const v = document.querySelector(scope + ' .gpudask-view');
-            return v && Number(v.dataset.taskRects) > 0 && Number(v.dataset.lanes) > 0
-                && Number(v.dataset.gpuLines) >= lines;
-        }""",
-        arg=[scope, gpu_lines],
-        timeout=timeout,
-    )
+    """Wait until the view under ``scope`` drew task rectangles (and ``gpu_lines`` GPU lines).
+    When it does not, the failure shows what was there instead (a screenshot, the view's data or
+    the text in its place)."""
+    try:
+        page.wait_for_function(
+            """([scope, lines]) => {
+                const v = document.querySelector(scope + ' .gpudask-view');
+                return v && Number(v.dataset.taskRects) > 0 && Number(v.dataset.lanes) > 0
+                    && Number(v.dataset.gpuLines) >= lines;
+            }""",
+            arg=[scope, gpu_lines],
+            timeout=timeout,
+        )
+    except Exception as error:
+        shot(page, "wait-drawn-failed")
+        seen = page.evaluate(
+            """scope => [...document.querySelectorAll(scope)].map(n => {
+                const v = n.querySelector('.gpudask-view');
+                return v ? JSON.stringify(v.dataset) : n.textContent.slice(0, 300);
+            })""",
+            scope,
+        )
+        raise AssertionError(f"{scope} was not drawn; there: {seen}") from error
     return view_data(page, scope)
 
 

@@ -120,23 +120,28 @@ def replay_widget(path: str | None = None, interval: float = 0.25) -> Any:
     replayer = Replayer(path)
     panel = ReplayPanel(interval=interval)
     lock = threading.Lock()
-    stop = threading.Event()
-    ready = threading.Event()
+    views: set[str] = set()  # as the package's panel: a bye stops only its own view's frames
 
     def send(fresh: bool) -> None:
         with lock:
             panel.send({"type": "frame", "frame": replayer.frame(fresh)})
 
     def on_message(_: Any, content: Any, buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == "hello":
+        if not isinstance(content, dict):
+            return
+        view = str(content.get("view", ""))
+        if content.get("type") == "hello":
+            with lock:
+                views.add(view)
             send(True)
-            ready.set()
-        elif isinstance(content, dict) and content.get("type") == "bye":
-            stop.set()
+        elif content.get("type") == "bye":
+            with lock:
+                views.discard(view)
 
     def loop() -> None:
-        while not stop.wait(interval):
-            if ready.is_set():
+        while True:
+            time.sleep(interval)
+            if views:
                 send(False)
 
     panel.on_msg(on_message)

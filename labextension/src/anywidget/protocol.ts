@@ -19,8 +19,23 @@ export type KernelMessage =
   | { type: 'control-started'; id: number }
   | { type: 'control-result'; id: number; result: ActionResult };
 
-export const HELLO: HelloMessage = { type: 'hello' };
-export const BYE: ByeMessage = { type: 'bye' };
+let views = 0;
+
+/** An id that tells this view apart from the panel's other views (another output view of the
+ * same cell, or the view a re-render replaces): the kernel stops sending only to the view that
+ * said bye. Unique within the page; the random part keeps two pages apart. */
+export function newViewId(): string {
+  views += 1;
+  return `${views}-${Math.random().toString(36).slice(2, 10)}`;
+}
+
+export function helloMessage(view: string): HelloMessage {
+  return { type: 'hello', view };
+}
+
+export function byeMessage(view: string): ByeMessage {
+  return { type: 'bye', view };
+}
 
 export function controlMessage(id: number, action: ActionName, n: number | null): ControlMessage {
   return n === null ? { type: 'control', id, action } : { type: 'control', id, action, n };
