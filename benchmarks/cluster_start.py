@@ -115,7 +115,7 @@ def _fresh_process(line: str, cpu: bool, wait: bool, later: int) -> None:
     from gpudask_jupyter.cluster import prewarm
     from gpudask_jupyter.machine import nvml
 
-    config.set_override("prewarm", True)  # off by default; what the rows compare
+    config.set_override("prewarm", True)  # the default; set here, whatever the environment says
     shell = InteractiveShell.instance()
     with capture_output():
         shell.run_cell("%load_ext gpudask_jupyter")

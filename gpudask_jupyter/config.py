@@ -142,12 +142,12 @@ OPTIONS: dict[str, Option] = {
         ),
         Option(
             "prewarm",
-            False,
+            True,
             _bool,
             "Once the kernel has idled a second after a cell, import in the background what "
             "`%gpu_cluster start` needs (dask, distributed, its dashboard), so that the first "
-            "start is not slower than later ones. Starts no process. Off by default for now: "
-            "once, a Ctrl-C at the very moment a start began during these imports got no answer.",
+            "start is not slower than later ones. Starts no process; a command that comes "
+            "meanwhile waits for the imports (Ctrl-C ends that wait at once).",
         ),
         Option(
             "startup-timeout",

@@ -27,6 +27,18 @@ class ArgumentError(GpuDaskError, ValueError):
     """Arguments that cannot be combined, or a value out of range; nothing was started."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """A command the user interrupted (Ctrl-C), with a sentence on what happens next.
+
+    Still a ``KeyboardInterrupt`` (Run All stops; code that catches one catches it), but IPython
+    shows it as one line: it calls :meth:`_render_traceback_` instead of formatting the frames,
+    which means parsing each frame's source file and building a highlighter, a second or more
+    on a kernel busy importing, for frames that tell the user nothing."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"KeyboardInterrupt: {self}"]
+
+
 class NoGpuError(GpuDaskError):
     """A GPU was required (``--require-gpu`` or the ``require-gpu`` option) but none is usable."""
 

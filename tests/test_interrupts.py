@@ -31,9 +31,9 @@ def _listening(pid: int) -> set[int]:
 BEGUN = "gpudask-test: the cell has begun"
 
 
-def _interrupt_after(km: Any, kc: Any, code: str, delay: float) -> tuple[float, str]:
+def _interrupt_after(km: Any, kc: Any, code: str, delay: float) -> tuple[float, dict[str, Any]]:
     """Run ``code``, interrupt the kernel ``delay`` seconds after the cell's own code has begun;
-    (seconds from the interrupt to the reply, the reply's status).
+    (seconds from the interrupt to the reply, the reply's content).
 
     The delay counts from the cell's first line, not from the request: an interrupt that lands
     in ipykernel's own preparation of a request (before any line of the cell runs) is caught by
@@ -66,7 +66,7 @@ def _interrupt_after(km: Any, kc: Any, code: str, delay: float) -> tuple[float, 
         msg = kc.get_iopub_msg(timeout=60)
         mine = msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
         if mine and msg["content"]["execution_state"] == "idle":
-            return took, reply["content"]["status"]
+            return took, dict(reply["content"])
 
 
 def _nothing_left(km: Any, kc: Any, runtime_dir: Path, ports: set[int]) -> None:
@@ -79,6 +79,32 @@ def _nothing_left(km: Any, kc: Any, runtime_dir: Path, ports: set[int]) -> None:
     assert wait_gone(spawned_workers(kernel)) == []
     assert _listening(kernel) <= ports
     assert not list(runtime_dir.glob("gpudask-kernel-*"))
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.3, 0.8])
+def test_ctrl_c_during_a_start_that_waits_for_the_background_imports(
+    kernel: Any, runtime_dir: Path, delay: float
+) -> None:
+    """The kernel idled a second after ``%load_ext``: the imports a first start needs run on a
+    thread, and a start that comes then waits for them. Ctrl-C ends that wait at once; the cell
+    shows one line that says what happens next, and the next start works."""
+    km, kc = kernel
+    reply = run(kc, "%load_ext gpudask_jupyter")
+    assert reply["status"] == "ok", reply["output"]
+    ports = _listening(km.provisioner.process.pid)
+    time.sleep(1.15)  # the background imports have begun (one second after the cell)
+    took, content = _interrupt_after(km, kc, START, delay)
+    assert took < 2.0
+    assert content["status"] == "error"
+    if content["ename"] == "Interrupted":  # ours; a moment before the magic shows Python's own
+        assert content["traceback"] == [
+            "KeyboardInterrupt: %gpu_cluster start interrupted: what it had begun is being "
+            "finished or undone on its own thread, and the next %gpu_cluster command waits for that"
+        ]
+    _nothing_left(km, kc, runtime_dir, ports)
+    reply = run(kc, f"client = {START}\nprint(len(client.scheduler_info()['workers']))")
+    assert reply["status"] == "ok", reply["output"]
+    assert reply["output"].strip().endswith("2"), reply["output"]
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.15, 0.4, 0.8, 1.3, 2.5])
@@ -167,9 +193,9 @@ def test_ctrl_c_during_a_transfer_leaves_no_key_and_no_segment(
     reply = run(kc, f"%load_ext gpudask_jupyter\nclient = {START}\n{LAZY}")
     assert reply["status"] == "ok", reply["output"]
     pid = km.provisioner.process.pid
-    took, status = _interrupt_after(km, kc, SPREAD if what == "spread" else GATHER, delay)
+    took, content = _interrupt_after(km, kc, SPREAD if what == "spread" else GATHER, delay)
     assert took < 2.0
-    assert status == "error"  # interrupted: nothing rebound
+    assert content["status"] == "error"  # interrupted: nothing rebound
     names = "print('KINDS', type(lazy).__module__, type(globals().get('frame')).__module__)"
     reply = run(kc, HELD + names)
     assert reply["status"] == "ok", reply["output"]

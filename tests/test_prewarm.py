@@ -17,7 +17,8 @@ ip = InteractiveShell.instance()
 
 
 def _run(code: str) -> dict[str, object]:
-    """``code`` in a fresh interpreter with the option on (off by default)."""
+    """``code`` in a fresh interpreter with the option on (the default; set whatever the
+    environment says)."""
     env = {**os.environ, "DASK_GPUDASK__PREWARM": "true"}
     out = subprocess.run(
         [sys.executable, "-c", SETUP + code], capture_output=True, text=True, check=True, env=env

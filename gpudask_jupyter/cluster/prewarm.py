@@ -53,6 +53,7 @@ _lock = threading.Lock()
 _shell: Any = None
 _timer: threading.Timer | None = None  # armed after a cell; the imports run on its thread
 _begun = threading.Event()
+_finished = threading.Event()  # the imports begun are done (or failed)
 _settled = False  # an operation came first: it made the imports
 took: float | None = None  # seconds the imports took, once done (the benchmark reports it)
 
@@ -89,10 +90,18 @@ def wait(timeout: float = WAIT) -> None:
 
 
 def join(timeout: float = WAIT) -> None:
-    """Wait for imports under way or armed, at most ``timeout`` (benchmarks, tests)."""
+    """Wait for imports under way or armed, at most ``timeout`` (benchmarks, tests, and a magic
+    on the main thread before it imports anything: an import waiting there for a module the
+    imports hold, or holding one they wait for, would be where a Ctrl-C lands). Waits on an
+    event in short steps, so that Ctrl-C ends the wait at once."""
     timer = _timer
-    if timer is not None and timer is not threading.current_thread():
-        timer.join(timeout)
+    if timer is None or timer is threading.current_thread():
+        return
+    deadline = time.monotonic() + timeout
+    while timer.is_alive() and not _finished.wait(0.05):
+        if time.monotonic() > deadline:
+            log.warning("the imports made ahead of the first start are still running")
+            return
 
 
 def _cell_ran(result: Any = None) -> None:
@@ -138,6 +147,8 @@ def _import_all() -> None:
     except Exception:  # the operation that needs the module imports it again, and says why
         log.debug("importing ahead of the first start failed", exc_info=True)
         return
+    finally:
+        _finished.set()
     took = time.perf_counter() - begun
     log.debug("imports for the first start made in %.2fs", took)
 

@@ -55,6 +55,17 @@ def _user_error(err: GpuDaskError) -> UsageError:
     return UsageError(str(err))
 
 
+def _settle_imports() -> None:
+    """Before a command imports dask and the cluster's modules on this (the main) thread: let
+    the imports made ahead of the first start (:mod:`..cluster.prewarm`), if under way, finish
+    first. Two threads would otherwise import the same modules at once, one waiting for the
+    other's module locks, and a Ctrl-C would land inside Python's import machinery; here it
+    ends a plain wait."""
+    from ..cluster import prewarm
+
+    prewarm.join()
+
+
 def _warn(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -160,15 +171,16 @@ class GpuDaskMagics(Magics):
         if args is None:
             return None
         try:
+            if sub in _OPERATIONS:
+                _settle_imports()
             return _handlers[spec](self, args)
         except GpuDaskError as err:
             raise _user_error(err) from None
         except KeyboardInterrupt:
             if sub not in _OPERATIONS:
                 raise
-            # as for %%to_gpu: a fresh interrupt, whose traceback is this frame alone (quick for
-            # IPython to show, and what the user needs to know), not the operation's waiting loop
-            raise KeyboardInterrupt(
+            # as for %%to_gpu: a fresh interrupt, shown as its sentence alone
+            raise errors.Interrupted(
                 f"%gpu_cluster {sub} interrupted: what it had begun is being finished or undone "
                 "on its own thread, and the next %gpu_cluster command waits for that"
             ) from None
@@ -362,14 +374,14 @@ class GpuDaskMagics(Magics):
             names = before.changed(namespace)
         names = [name for name in names if name not in set(args.exclude)]
         try:
+            _settle_imports()
             report, unavailable = _convert(args, direction, namespace, names)
         except GpuDaskError as err:
             raise _user_error(err) from None
         except KeyboardInterrupt:
-            # a fresh interrupt, raised here: its traceback is this frame, not the transfer's
-            # internals, which IPython would take a second or more to format and which would
-            # say nothing to the user
-            raise KeyboardInterrupt(
+            # a fresh interrupt, shown as its sentence alone (errors.Interrupted), not as the
+            # transfer's internals, which would say nothing to the user
+            raise errors.Interrupted(
                 f"%%to_{direction} interrupted: no variable was rebound; what had already moved "
                 "is being released"
             ) from None
