@@ -84,3 +84,24 @@ print(json.dumps({"armed": prewarm._timer is not None,
                   "distributed": "distributed" in sys.modules}))
 """)
     assert seen == {"armed": False, "distributed": False}
+
+
+def test_a_magic_waits_only_for_imports_under_way() -> None:
+    """On the main thread a magic waits for imports that have begun (so that it never imports
+    beside them), not for ones merely armed (which the operation then makes itself)."""
+    seen = _run("""
+import time
+prewarm.IDLE = 60
+ip.run_cell("%load_ext gpudask_jupyter")
+t = time.monotonic(); prewarm.under_way(); armed = time.monotonic() - t
+prewarm.IDLE = 0.01
+prewarm.after_cell(ip)  # armed again after the next cell, soon
+ip.run_cell("x = 1")
+deadline = time.monotonic() + 30
+while not prewarm._begun.is_set() and time.monotonic() < deadline:
+    time.sleep(0.001)
+prewarm.under_way()
+print(json.dumps({"armed_wait_s": round(armed, 1), "done": prewarm._finished.is_set(),
+                  "distributed": "distributed" in sys.modules}))
+""")
+    assert seen == {"armed_wait_s": 0.0, "done": True, "distributed": True}

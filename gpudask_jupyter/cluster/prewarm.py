@@ -89,10 +89,17 @@ def wait(timeout: float = WAIT) -> None:
     join(timeout)
 
 
+def under_way(timeout: float = WAIT) -> None:
+    """Wait for imports that have begun (not for armed ones), at most ``timeout``: a magic on
+    the main thread, before it imports anything. An import waiting there for a module the
+    imports hold, or holding one they wait for, is where a Ctrl-C would land; here it ends a
+    plain wait instead."""
+    if _begun.is_set():
+        join(timeout)
+
+
 def join(timeout: float = WAIT) -> None:
-    """Wait for imports under way or armed, at most ``timeout`` (benchmarks, tests, and a magic
-    on the main thread before it imports anything: an import waiting there for a module the
-    imports hold, or holding one they wait for, would be where a Ctrl-C lands). Waits on an
+    """Wait for imports under way or armed, at most ``timeout`` (benchmarks, tests). Waits on an
     event in short steps, so that Ctrl-C ends the wait at once."""
     timer = _timer
     if timer is None or timer is threading.current_thread():

@@ -63,7 +63,7 @@ def _settle_imports() -> None:
     ends a plain wait."""
     from ..cluster import prewarm
 
-    prewarm.join()
+    prewarm.under_way()
 
 
 def _warn(message: str) -> None:
