@@ -50,9 +50,29 @@ function trySend(model: AnyModel<PanelTraits>, content: object): void {
   }
 }
 
+/** Milliseconds a view waits for the snapshot its hello asked for before it asks again; each
+ * further wait is twice as long, up to ASK_AGAIN_MAX_MS. */
+export const ASK_AGAIN_MS = 2000;
+export const ASK_AGAIN_MAX_MS = 60_000;
+
+function isSnapshot(frame: unknown): boolean {
+  return (frame as { kind?: unknown } | null)?.kind === 'snapshot';
+}
+
 function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): () => void {
   const id = newViewId();
-  const hello = (): void => trySend(model, helloMessage(id));
+  // A hello can be lost on the way (ipykernel drops a comm message for a subshell it does not
+  // know, as after a page reload): frames that keep coming without the snapshot it asked for
+  // say so, and the view asks again. A kernel busy with a cell answers all the hellos queued
+  // at once, hence the growing wait between them.
+  let snapshotSeen = false;
+  let asked = 0;
+  let wait = ASK_AGAIN_MS;
+  const hello = (): void => {
+    snapshotSeen = false;
+    asked = Date.now();
+    trySend(model, helloMessage(id));
+  };
 
   // The traits are the truth: the view follows them, whoever changed them (a control, Python).
   const follow = (): void => {
@@ -81,6 +101,13 @@ function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): 
   const onMessage = (message: unknown): void => {
     const parsed = parseKernelMessage(message);
     if (parsed?.type === 'frame') {
+      if (isSnapshot(parsed.frame)) {
+        snapshotSeen = true;
+        wait = ASK_AGAIN_MS;
+      } else if (!snapshotSeen && Date.now() - asked >= wait) {
+        wait = Math.min(wait * 2, ASK_AGAIN_MAX_MS);
+        hello();
+      }
       view.update(parsed.frame);
     } else if (parsed?.type === 'control-started') {
       view.actionStarted(parsed.id);

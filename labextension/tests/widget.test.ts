@@ -1,7 +1,7 @@
 // @vitest-environment jsdom
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Signal } from '@lumino/signaling';
-import widget from '../src/widget';
+import widget, { ASK_AGAIN_MAX_MS, ASK_AGAIN_MS } from '../src/widget';
 import { controlMessage, parseKernelMessage } from '../src/anywidget/protocol';
 import { T0, frame, gpuSample } from './fixtures';
 import { fakeTimers } from './timers';
@@ -153,6 +153,34 @@ describe('anywidget front end', () => {
     expect(model.listeners()).toBe(0);
     expect(el.querySelector('.gpudask-view')).toBeNull();
     model.emit('msg:custom', { type: 'frame', frame: frame() }); // nobody listens: no error
+  });
+
+  it('asks again when frames come without the snapshot its hello asked for', () => {
+    fakeTimers();
+    try {
+      const { model } = mount();
+      const delta = () =>
+        model.emit('msg:custom', { type: 'frame', frame: frame({ kind: 'delta', time: T0 + 1 }) });
+      delta(); // frames sent before the hello arrived: not yet a sign it was lost
+      expect(model.sent).toEqual([hello]);
+      vi.advanceTimersByTime(ASK_AGAIN_MS);
+      delta(); // still no snapshot: the hello was lost on the way
+      expect(model.sent).toEqual([hello, hello]);
+      delta(); // asked just now: wait again
+      expect(model.sent).toEqual([hello, hello]);
+      vi.advanceTimersByTime(ASK_AGAIN_MS);
+      delta(); // the next wait is twice as long
+      expect(model.sent).toEqual([hello, hello]);
+      vi.advanceTimersByTime(ASK_AGAIN_MS);
+      delta();
+      expect(model.sent).toEqual([hello, hello, hello]);
+      model.emit('msg:custom', { type: 'frame', frame: frame() }); // the snapshot
+      vi.advanceTimersByTime(ASK_AGAIN_MAX_MS);
+      delta();
+      expect(model.sent).toEqual([hello, hello, hello]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("tells its views apart: one view's bye names only that view", () => {

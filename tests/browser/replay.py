@@ -103,8 +103,10 @@ class Replayer:
         return keepalive(self._last)
 
 
-def replay_widget(path: str | None = None, interval: float = 0.25) -> Any:
-    """A panel widget (the package's own front end) fed from a recording, for a notebook cell."""
+def replay_widget(path: str | None = None, interval: float = 0.25, lose: bool = False) -> Any:
+    """A panel widget (the package's own front end) fed from a recording, for a notebook cell.
+    ``lose``: the first hello of every view after the first is lost on the way, as ipykernel
+    drops a comm message for a subshell it does not know (after a page reload)."""
     import anywidget
     import traitlets
 
@@ -121,6 +123,7 @@ def replay_widget(path: str | None = None, interval: float = 0.25) -> Any:
     panel = ReplayPanel(interval=interval)
     lock = threading.Lock()
     views: set[str] = set()  # as the package's panel: a bye stops only its own view's frames
+    heard: set[str] = set()  # every view that said hello, lost or not
 
     def send(fresh: bool) -> None:
         with lock:
@@ -132,6 +135,10 @@ def replay_widget(path: str | None = None, interval: float = 0.25) -> Any:
         view = str(content.get("view", ""))
         if content.get("type") == "hello":
             with lock:
+                lost = lose and bool(heard) and view not in heard
+                heard.add(view)
+                if lost:
+                    return
                 views.add(view)
             send(True)
         elif content.get("type") == "bye":

@@ -186,3 +186,30 @@ def test_a_kernel_restart_is_said_within_two_seconds(lab: Lab, page: Any) -> Non
     panel = page.locator(f"{PANEL} .gpudask-view").first
     assert " running" not in panel.locator(".gpudask-progress").inner_text()
     shot(page, "after-kernel-restart")
+
+
+def _frames(page: Any, selector: str) -> int:
+    return int(page.locator(selector).first.get_attribute("data-frames") or 0)
+
+
+def test_closing_a_second_view_of_the_panel_leaves_the_first_live(lab: Lab, page: Any) -> None:
+    """ "Create New View for Cell Output" draws the panel a second time; closing that view says
+    bye for it alone: the notebook's view goes on receiving frames."""
+    run_all(page, lab, lab.notebook("views.ipynb", [*CELLS[:3], "print('ready')"]), "ready")
+    first = f"{PANEL} .gpudask-view"
+    page.wait_for_function(
+        "sel => Number(document.querySelector(sel)?.dataset.frames) > 0", arg=first, timeout=30_000
+    )
+    page.locator(f"{PANEL} .gpudask-view").first.click(button="right", position={"x": 5, "y": 5})
+    page.get_by_role("menuitem", name=re.compile("Create New View for (Cell )?Output")).click()
+    second = ".jp-LinkedOutputView .gpudask-view"
+    page.wait_for_function(
+        "sel => Number(document.querySelector(sel)?.dataset.frames) > 0", arg=second, timeout=30_000
+    )
+    tab = page.locator(".lm-TabBar-tab", has_text="Output View").first
+    tab.locator(".lm-TabBar-tabCloseIcon").click()
+    page.wait_for_selector(second, state="detached", timeout=10_000)
+    before = _frames(page, first)
+    page.wait_for_timeout(2_000)  # eight frames at 0.25 s
+    after = _frames(page, first)
+    assert after >= before + 4, (before, after)
