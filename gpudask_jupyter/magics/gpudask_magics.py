@@ -56,11 +56,8 @@ def _user_error(err: GpuDaskError) -> UsageError:
 
 
 def _settle_imports() -> None:
-    """Before a command imports dask and the cluster's modules on this (the main) thread: let
-    the imports made ahead of the first start (:mod:`..cluster.prewarm`), if under way, finish
-    first. Two threads would otherwise import the same modules at once, one waiting for the
-    other's module locks, and a Ctrl-C would land inside Python's import machinery; here it
-    ends a plain wait."""
+    """:func:`..cluster.prewarm.under_way`, before a command imports on the main thread (a
+    function of its own so that the module is imported only when a command runs)."""
     from ..cluster import prewarm
 
     prewarm.under_way()

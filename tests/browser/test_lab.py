@@ -193,8 +193,8 @@ def _frames(page: Any, selector: str) -> int:
 
 
 def test_closing_a_second_view_of_the_panel_leaves_the_first_live(lab: Lab, page: Any) -> None:
-    """ "Create New View for Cell Output" draws the panel a second time; closing that view says
-    bye for it alone: the notebook's view goes on receiving frames."""
+    """The "Create New View for Cell Output" command draws the panel a second time; closing
+    that view says bye for it alone: the notebook's view goes on receiving frames."""
     run_all(page, lab, lab.notebook("views.ipynb", [*CELLS[:3], "print('ready')"]), "ready")
     first = f"{PANEL} .gpudask-view"
     page.wait_for_function(
