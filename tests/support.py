@@ -19,12 +19,13 @@ import psutil
 
 
 def spawned_workers(root: int | None = None) -> list[psutil.Process]:
-    """Descendant processes started by multiprocessing's spawn (Dask worker processes)."""
+    """Descendant processes started by multiprocessing's spawn, or launched ahead for it
+    (Dask worker processes): both carry spawn's marker on their command line."""
     parent = psutil.Process(root or os.getpid())
     found = []
     for proc in parent.children(recursive=True):
         with contextlib.suppress(psutil.Error):
-            if any("spawn_main" in part for part in proc.cmdline()):
+            if "--multiprocessing-fork" in proc.cmdline():
                 found.append(proc)
     return found
 

@@ -19,8 +19,8 @@ from .. import registry
 from ..errors import ClusterError
 from ..machine import nvml
 from ..text.units import format_seconds
-from . import handshake
-from .options import StartOptions, cluster_keywords
+from . import handshake, worker_spawn
+from .options import WORKER_PRELOAD, StartOptions, cluster_keywords
 from .target import AttachTarget
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 #: scheduler's info pages (worker logs, call stacks), JSON and metrics have no authentication
 #: either, and any local user could read them
 HEALTH_ONLY = ["distributed.http.health"]
+#: what a worker interpreter launched ahead imports (dask-cuda too, for GPU workers)
+WORKER_MODULES = ("distributed.nanny", WORKER_PRELOAD)
 
 
 @contextlib.contextmanager
@@ -68,26 +70,32 @@ def launch(
     failure, so that a start that fails leaves no process behind. ``worker_caps``: dask-cuda's
     keywords that hold the workers within the kernel's share of a shared machine."""
     keywords = cluster_keywords(opts, devices, security, dashboard, worker_caps)
+    modules = [*WORKER_MODULES, *(["dask_cuda"] if devices else [])]
     cluster = client = None
-    try:
-        with http_routes(dashboard is not None):
-            if devices:
-                from dask_cuda import LocalCUDACluster
+    # the workers' interpreters import while this one does (:mod:`.worker_spawn`)
+    with worker_spawn.ahead(keywords.get("n_workers") or 0, modules) as launched:
+        try:
+            with http_routes(dashboard is not None):
+                if devices:
+                    from dask_cuda import LocalCUDACluster
 
-                cluster = LocalCUDACluster(**keywords)
-            else:
-                from distributed import LocalCluster
+                    with launched.offered():
+                        cluster = LocalCUDACluster(**keywords)
+                else:
+                    from distributed import LocalCluster
 
-                cluster = LocalCluster(**keywords)
-        from distributed import Client
+                    with launched.offered():
+                        cluster = LocalCluster(**keywords)
+            from distributed import Client
 
-        client = Client(cluster, security=security, set_as_default=True)
-        client.wait_for_workers(len(cluster.worker_spec), timeout=opts.startup_timeout())
-    except Exception as err:
-        for closable in (client, cluster):
-            if closable is not None:
-                close_quietly(closable)
-        raise ClusterError(f"The cluster did not start: {type(err).__name__}: {err}") from err
+            client = Client(cluster, security=security, set_as_default=True)
+            client.wait_for_workers(len(cluster.worker_spec), timeout=opts.startup_timeout())
+        except Exception as err:
+            for closable in (client, cluster):
+                if closable is not None:
+                    close_quietly(closable)
+            raise ClusterError(f"The cluster did not start: {type(err).__name__}: {err}") from err
+        log.debug("%d of the workers took an interpreter launched ahead", launched.taken)
     return client, cluster
 
 

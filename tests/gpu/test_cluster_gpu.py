@@ -153,3 +153,47 @@ def test_stop_frees_every_worker(shell) -> None:
     shell.run_line_magic("gpu_cluster", "stop")
     assert wait_gone(workers) == []
     assert session.current() is None
+
+
+FIRST_START = """
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+ip = InteractiveShell.instance()
+ip.run_line_magic("load_ext", "gpudask_jupyter")
+client = ip.run_line_magic("gpu_cluster", "start")
+
+def facts():
+    import os, sys
+    import cupy
+    with open(f"/proc/{os.getpid()}/cmdline", "rb") as f:
+        ahead = b"child_main" in f.read()
+    x = cupy.arange(10, dtype=cupy.float64)
+    return {"ahead": ahead, "cvd": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "seen": cupy.cuda.runtime.getDeviceCount(), "sum": float(x.sum()),
+            "pci": cupy.cuda.Device(0).pci_bus_id}
+
+seen = list(client.run(facts).values())
+ip.run_line_magic("gpu_cluster", "stop")
+print(json.dumps(seen))
+"""
+
+
+def test_a_first_start_runs_gpu_workers_in_interpreters_launched_ahead() -> None:
+    """In a fresh interpreter (a fresh kernel): each GPU worker is an interpreter launched ahead,
+    which imported dask-cuda before its GPU was named, yet is bound to its own GPU alone."""
+    import json
+    import subprocess
+    import sys
+
+    devices = _usable()
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_START], capture_output=True, text=True, timeout=240
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert [w["ahead"] for w in seen] == [True] * len(devices), out.stderr[-3000:]
+    assert all(w["sum"] == 45.0 for w in seen)
+    by_index = {str(d.index): d for d in devices}
+    firsts = [w["cvd"].split(",")[0] for w in seen]
+    assert sorted(firsts) == sorted(by_index)  # every GPU once
+    assert len({w["pci"] for w in seen}) == len(devices)

@@ -1,0 +1,391 @@
+"""Worker interpreters launched ahead of their nannies, so that a first start's imports overlap.
+
+A nanny starts its worker with multiprocessing's *spawn*: a fresh interpreter that imports
+distributed (and dask-cuda) once the nanny exists, and in a fresh kernel the nanny exists only
+after the kernel has made the same imports. One after the other, the two are most of a first
+start in Run All (seconds on a GPU machine). So a start launches its workers' interpreters
+first (:func:`ahead`), exactly as spawn would launch them (executable, interpreter flags,
+environment, module path, working directory, resource tracker), and they import while the
+kernel imports. When a nanny then starts its worker process, it takes a waiting interpreter
+launched as a spawn would be launched at that moment (:meth:`Ahead.offered`), or spawns as
+before. What the interpreter's own imports set in its environment counts as set at launch:
+dask-cuda sets a variable for RAPIDS as it is imported, and the kernel's same import set it too.
+The process object goes to it as spawn sends it; the file descriptors it needs, which did not
+exist at its launch, go over a Unix socket, as multiprocessing's forkserver passes them.
+Each interpreter moves to a process group of its own at once (a Ctrl-C in the cell must not
+reach it, as :mod:`.worker_setup` keeps it from the worker); one that no nanny took is ended
+when the start ends, and one whose kernel died reads the end of its socket and exits.
+
+The environment a spawn gets includes what the nanny adds first (distributed's
+``pre-spawn-environ`` and ``PYTHONHASHSEED``, read by an interpreter only at its launch):
+:func:`spawn_environ` foresees it from dask's configuration, and a test checks it against
+distributed's nannies. Anything that differs at the nanny's moment sends the worker the old
+way: only time depends on this module.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import dataclasses
+import importlib
+import importlib.util
+import io
+import json
+import logging
+import os
+import signal
+import socket
+import struct
+import sys
+from collections.abc import Iterator, Sequence
+from multiprocessing import context as mp_context
+from multiprocessing import popen_spawn_posix, reduction, resource_tracker, spawn, util
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: most descriptors a process object may carry (a nanny's worker carries a handful)
+MAX_FDS = 64
+#: the nanny's first-spawn settings in distributed's configuration (:func:`spawn_environ`)
+PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
+#: the hash seed a nanny gives its workers when the configuration names none (distributed's)
+HASH_SEED = "6640"
+#: where a nanny names its own process for its workers' process titles
+PARENT_PID = "__DASK_PARENT_PID"
+#: seconds a nanny waits for an interpreter launched ahead to finish its imports (a spawn would
+#: make them all the same) before it spawns one instead
+REPORT_WAIT = 60.0
+_COUNT = struct.Struct("!I")
+
+_inherited: list[int] = []  # in an interpreter launched ahead: the descriptors passed to it
+
+
+@dataclasses.dataclass
+class _Waiting:
+    """One interpreter launched ahead, and what it was launched with."""
+
+    pid: int
+    sock: socket.socket  # the kernel's end: the process object goes through it
+    sentinel: int  # readable once the interpreter has exited, as spawn's
+    launch: tuple[Any, ...]  # what :func:`_launch_key` said at its launch
+
+    def imported(self, timeout: float) -> dict[str, str | None] | None:
+        """Wait, at most ``timeout``, for its imports; what they set in its environment (a
+        variable gone: None), or None if it did not say."""
+        try:
+            self.sock.settimeout(timeout)
+            size = _COUNT.unpack(self._read(_COUNT.size))[0]
+            return dict(json.loads(self._read(size)))
+        except (OSError, ValueError, struct.error):
+            log.debug("a worker interpreter launched ahead did not report", exc_info=True)
+            return None
+        finally:
+            with contextlib.suppress(OSError):
+                self.sock.settimeout(None)
+
+    def _read(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = self.sock.recv(size - len(data))
+            if not chunk:
+                raise OSError("the interpreter closed its end")
+            data += chunk
+        return data
+
+    def end(self) -> None:
+        """End an interpreter no nanny took (it holds nothing: it has only imported)."""
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        self.sock.close()
+        os.close(self.sentinel)
+
+    def exited(self) -> bool:
+        try:
+            return os.waitpid(self.pid, os.WNOHANG) != (0, 0)
+        except ChildProcessError:
+            return True
+
+
+class _InheritedFd:
+    """A descriptor of the process object, by its place among those passed over the socket
+    (spawn's own names the descriptor a spawned child inherits by number)."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def detach(self) -> int:
+        return _inherited[self.index]
+
+
+class _AdoptedPopen(popen_spawn_posix.Popen):
+    """A spawn whose interpreter was launched ahead: the process object is pickled as spawn
+    pickles it, then sent with its descriptors; the rest (wait, kill, sentinel) is spawn's."""
+
+    DupFd = _InheritedFd  # type: ignore[assignment]
+
+    def __init__(self, process_obj: Any, waiting: _Waiting) -> None:
+        self._waiting = waiting
+        self._passed: list[int] = []
+        super().__init__(process_obj)
+
+    def duplicate_for_child(self, fd: int) -> int:
+        self._passed.append(fd)
+        return len(self._passed) - 1
+
+    def _launch(self, process_obj: Any) -> None:
+        waiting = self._waiting
+        data = io.BytesIO()
+        mp_context.set_spawning_popen(self)
+        try:
+            reduction.dump(spawn.get_preparation_data(process_obj._name), data)
+            reduction.dump(process_obj, data)
+        finally:
+            mp_context.set_spawning_popen(None)
+        if len(self._passed) > MAX_FDS:
+            raise OSError(f"{len(self._passed)} descriptors to pass: more than {MAX_FDS}")
+        sock = waiting.sock
+        fds = array.array("i", self._passed)
+        sock.sendmsg(
+            [_COUNT.pack(len(fds))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)] if fds else []
+        )
+        sock.sendall(data.getbuffer())
+        self.pid = waiting.pid
+        self.sentinel = waiting.sentinel
+        # the kernel's end stays open while the process lives, as spawn keeps its pipe's: the
+        # worker reads its closing as its parent's end
+        self.finalizer = util.Finalize(self, _close, ((waiting.sentinel, sock.detach()),))
+
+
+def _close(fds: tuple[int, ...]) -> None:
+    for fd in fds:
+        os.close(fd)
+
+
+class _Process(mp_context.SpawnProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        waiting = _offered.take() if _offered is not None else None
+        if waiting is not None:
+            try:
+                return _AdoptedPopen(process_obj, waiting)
+            except OSError:  # it died meanwhile, or the object holds too much: spawn as before
+                log.debug("a worker interpreter launched ahead was not usable", exc_info=True)
+                waiting.end()
+        return popen_spawn_posix.Popen(process_obj)
+
+
+class _Context(mp_context.SpawnContext):
+    Process = _Process  # type: ignore[assignment]
+
+
+_offered: Ahead | None = None
+
+
+class Ahead:
+    """The interpreters one start launched; :meth:`offered` lets its nannies take them."""
+
+    def __init__(self, waiting: list[_Waiting], modules: Sequence[str] = ()) -> None:
+        self._waiting = waiting
+        self._modules = modules
+        self.taken = 0
+
+    def take(self) -> _Waiting | None:
+        """The next waiting interpreter launched as a spawn would be launched now, or None."""
+        now = _launch_key()
+        while self._waiting:
+            waiting = self._waiting.pop(0)
+            made = waiting.imported(REPORT_WAIT)
+            differs = (
+                "" if made is None else _differs(_after(waiting.launch, made), now, self._modules)
+            )
+            if made is None or waiting.exited():
+                log.debug("a worker interpreter launched ahead is gone or silent: one is spawned")
+            elif differs:
+                log.debug("a worker is spawned: its %s differs from the launch made ahead", differs)
+            else:
+                self.taken += 1
+                return waiting
+            waiting.end()
+        return None
+
+    @contextlib.contextmanager
+    def offered(self) -> Iterator[None]:
+        """While a cluster is made: nannies starting worker processes take the interpreters.
+        distributed makes a worker process through ``distributed.process``'s mp context; that
+        one name is replaced for the while (only spawns are ever affected, and only by time)."""
+        global _offered
+        if not self._waiting:
+            yield
+            return
+        import distributed.process as where
+
+        if not hasattr(where, "get_mp_context"):
+            log.debug("distributed makes its worker processes elsewhere: they are spawned")
+            yield
+            return
+        before, context = where.get_mp_context, _Context()
+        _offered = self
+        where.get_mp_context = lambda: context  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            where.get_mp_context = before  # type: ignore[attr-defined]
+            _offered = None
+
+    def close(self) -> None:
+        while self._waiting:
+            self._waiting.pop().end()
+
+
+@contextlib.contextmanager
+def ahead(count: int, modules: Sequence[str]) -> Iterator[Ahead]:
+    """Launch ``count`` worker interpreters that import ``modules``; end those still waiting on
+    the way out (the start is over: its workers are spawned or it failed)."""
+    launched = Ahead([])
+    try:
+        if count > 0:
+            launched = Ahead(_launch(count, modules), modules)
+    except Exception:  # only time is lost: the workers are spawned as before
+        log.warning("could not launch worker interpreters ahead", exc_info=True)
+    try:
+        yield launched
+    finally:
+        launched.close()
+
+
+def spawn_environ() -> dict[str, str]:
+    """What a nanny adds to the kernel's environment before it spawns a worker, foreseen
+    before distributed is imported: distributed's ``pre-spawn-environ`` (its defaults, under
+    the user's dask configuration; a variable already set wins), its hash seed, and the
+    parent's pid that sets the workers' process titles."""
+    import dask.config
+    import yaml
+
+    spec = importlib.util.find_spec("distributed")
+    if spec is None or spec.origin is None:
+        return {}
+    defaults = yaml.safe_load(Path(spec.origin).with_name("distributed.yaml").read_text())
+    config = dask.config.merge(defaults, dask.config.config)
+    wanted = dask.config.get(PRE_SPAWN, default={}, config=config) or {}
+    env = {k: os.environ.get(k, str(v)) for k, v in wanted.items() if v is not None}
+    if env.get("PYTHONHASHSEED") in (None, "0"):
+        env["PYTHONHASHSEED"] = HASH_SEED
+    env[PARENT_PID] = str(os.getpid())  # a nanny names the kernel, its workers' titles' parent
+    return env
+
+
+def _launch_key() -> tuple[Any, ...]:
+    """Everything a spawn's interpreter takes from the kernel at its launch."""
+    return (
+        spawn.get_executable(),
+        tuple(util._args_from_interpreter_flags()),  # type: ignore[attr-defined]
+        dict(os.environ),
+        tuple(sys.path),
+        os.getcwd(),
+        resource_tracker.getfd(),
+    )
+
+
+def _after(launch: tuple[Any, ...], made: dict[str, str | None]) -> tuple[Any, ...]:
+    """``launch`` with the environment its own imports left (dask-cuda, say, sets a variable
+    for RAPIDS as it is imported: the kernel's import set it too, before the nanny spawns)."""
+    env = {**launch[2], **made}
+    return (*launch[:2], {k: v for k, v in env.items() if v is not None}, *launch[3:])
+
+
+def _differs(then: tuple[Any, ...], now: tuple[Any, ...], modules: Sequence[str]) -> str:
+    """What of a launch made ahead (``then``) a spawn would make differently ``now``: "" if
+    nothing. The module path may have grown at its front (a scheduler or worker puts its
+    scratch directory there) so long as nothing it adds holds a module imported ahead."""
+    names = ("executable", "interpreter flags", "environment", "module path", "directory")
+    for name, a, b in zip((*names, "resource tracker"), then, now, strict=True):
+        if name == "module path" and a != b:
+            added = b[: len(b) - len(a)]
+            if b[len(b) - len(a) :] != a or _shadows(added, modules):
+                return name
+        elif name == "environment" and a != b:
+            keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+            return f"{name} ({', '.join(keys)})"
+        elif a != b:
+            return name
+    return ""
+
+
+def _shadows(entries: Sequence[str], modules: Sequence[str]) -> bool:
+    tops = {name.partition(".")[0] for name in modules}
+    return any(
+        (Path(entry) / top).exists() or (Path(entry) / f"{top}.py").exists()
+        for entry in entries
+        for top in tops
+    )
+
+
+def _launch(count: int, modules: Sequence[str]) -> list[_Waiting]:
+    add = spawn_environ()
+    saved = {k: os.environ.get(k) for k in add}
+    os.environ.update(add)  # as the nanny will, for as long as the launches take
+    try:
+        key = _launch_key()
+        return [_launch_one(key, modules) for _ in range(count)]
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _launch_one(key: tuple[Any, ...], modules: Sequence[str]) -> _Waiting:
+    exe, flags, _, path, _, tracker_fd = key
+    ours, theirs = socket.socketpair()
+    sentinel, child_w = os.pipe()
+    try:
+        code = (
+            f"import sys; sys.path[:] = {list(path)!r}; "
+            f"from {__name__} import child_main; "
+            f"child_main({theirs.fileno()}, {tracker_fd}, {list(modules)!r})"
+        )
+        argv = [exe, *flags, "-c", code, "--multiprocessing-fork"]
+        pid = util.spawnv_passfds(exe, argv, [tracker_fd, theirs.fileno(), child_w])  # type: ignore[attr-defined]
+    except BaseException:
+        ours.close()
+        os.close(sentinel)
+        raise
+    finally:
+        theirs.close()
+        os.close(child_w)
+    return _Waiting(pid, ours, sentinel, key)
+
+
+def child_main(sock_fd: int, tracker_fd: int, modules: list[str]) -> None:
+    """In an interpreter launched ahead: leave the kernel's process group, import, wait for a
+    process object (or the end of the socket: then exit), then run it as spawn's child does."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    launched = dict(os.environ)
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the process object's own imports report it where it is seen
+            log.debug("importing %s ahead failed", name, exc_info=True)
+    sock = socket.socket(fileno=sock_fd)
+    made = {k: os.environ.get(k) for k in launched.keys() | os.environ.keys()}
+    report = json.dumps({k: v for k, v in made.items() if launched.get(k) != v}).encode()
+    with contextlib.suppress(OSError):  # the kernel is gone: the read below says so
+        sock.sendall(_COUNT.pack(len(report)) + report)
+    head, ancillary, _, _ = sock.recvmsg(_COUNT.size, socket.CMSG_SPACE(MAX_FDS * 4))
+    if len(head) < _COUNT.size:
+        os._exit(0)  # the start needed no more workers, or the kernel is gone
+    (count,) = _COUNT.unpack(head)
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds = array.array("i")
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+            _inherited.extend(fds)
+    if len(_inherited) != count:
+        os._exit(1)
+    spawn.spawn_main(sock.detach(), tracker_fd=tracker_fd)

@@ -1,0 +1,192 @@
+"""Worker interpreters launched ahead of their nannies: a first start's workers are the very
+interpreters launched ahead, behave as spawned ones (hash seed, environment, process group,
+descriptors), and whatever is not taken, differs, or outlives its kernel is ended."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gpudask_jupyter.cluster import worker_spawn
+
+FIRST_START = """
+import json, os, sys
+import psutil
+from IPython.core.interactiveshell import InteractiveShell
+ip = InteractiveShell.instance()
+ip.run_line_magic("load_ext", "gpudask_jupyter")
+assert "distributed" not in sys.modules
+ip.run_line_magic("gpu_cluster", "start --n-workers 2 --memory-limit 1GB --oversubscribe")
+from distributed import default_client
+client = default_client()
+
+def facts():
+    import os
+    return {"pid": os.getpid(), "pgid": os.getpgid(0), "hash": hash("a string"),
+            "seed": os.environ.get("PYTHONHASHSEED"), "omp": os.environ.get("OMP_NUM_THREADS")}
+
+def cmdline(pid):
+    return " ".join(psutil.Process(pid).cmdline())
+
+first = list(client.run(facts).values())
+for f in first:
+    f["launched_ahead"] = "child_main" in cmdline(f["pid"])
+    f["parent"] = psutil.Process(f["pid"]).ppid()
+total = client.submit(sum, range(10)).result()
+ip.run_line_magic("gpu_cluster", "restart")
+again = list(client.run(facts).values())
+for f in again:
+    f["launched_ahead"] = "child_main" in cmdline(f["pid"])
+ip.run_line_magic("gpu_cluster", "stop")
+left = [p.pid for p in psutil.Process().children(recursive=True)
+        if "child_main" in " ".join(p.cmdline())]
+print(json.dumps({"first": first, "again": again, "total": total, "kernel": os.getpid(),
+                  "left": left}))
+"""
+
+
+def test_a_first_start_runs_its_workers_in_the_interpreters_launched_ahead(
+    tmp_path: Path,
+) -> None:
+    """In a fresh interpreter, as in a fresh kernel; the user's own ``pre-spawn-environ`` (a
+    dask config file) must reach the interpreters launched ahead as it reaches spawned ones."""
+    (tmp_path / "nanny.yaml").write_text(
+        "distributed:\n  nanny:\n    pre-spawn-environ:\n      OMP_NUM_THREADS: 3\n"
+    )
+    env = {**os.environ, "DASK_CONFIG": str(tmp_path), "DASK_GPUDASK__PREWARM": "false"}
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_START],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    first, again = seen["first"], seen["again"]
+    assert [f["launched_ahead"] for f in first] == [True, True], out.stderr[-3000:]
+    assert {f["parent"] for f in first} == {seen["kernel"]}  # the kernel's children
+    assert all(f["pgid"] == f["pid"] for f in first)  # out of the kernel's process group
+    assert seen["total"] == 45
+    # a restart spawns as before; both kinds agree on what a spawn would have given them
+    assert [f["launched_ahead"] for f in again] == [False, False]
+    assert {f["hash"] for f in first + again} == {first[0]["hash"]}
+    assert {(f["seed"], f["omp"]) for f in first + again} == {("6640", "3")}
+    assert seen["left"] == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _wait_until(check: object, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_interpreters_not_taken_are_ended_and_wait_outside_the_process_group() -> None:
+    with worker_spawn.ahead(2, ["json"]) as launched:
+        pids = [w.pid for w in launched._waiting]
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+        # they leave the kernel's group at once: a Ctrl-C in the cell does not reach them
+        assert _wait_until(lambda: all(os.getpgid(p) == p for p in pids))
+    assert not any(_alive(p) for p in pids)
+
+
+def test_a_launch_that_no_longer_matches_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    with worker_spawn.ahead(2, ["json"]) as launched:
+        pids = [w.pid for w in launched._waiting]
+        monkeypatch.setenv("GPUDASK_TEST_CHANGED", "1")  # the environment a spawn would get
+        assert launched.take() is None
+        assert launched.taken == 0
+        assert not any(_alive(p) for p in pids)
+
+
+def test_one_that_exited_is_not_taken() -> None:
+    with worker_spawn.ahead(1, ["json"]) as launched:
+        (waiting,) = launched._waiting
+        os.kill(waiting.pid, signal.SIGKILL)
+        assert _wait_until(lambda: not _alive(waiting.pid) or waiting.exited())
+        assert launched.take() is None
+
+
+def test_what_differs_is_named(tmp_path: Path) -> None:
+    """The module path may grow at its front (distributed puts its scratch directory there),
+    unless what it adds holds a module imported ahead."""
+    key = worker_spawn._launch_key()
+    assert worker_spawn._differs(key, key, ["distributed.nanny"]) == ""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    grown = (*key[:3], (str(scratch), *key[3]), *key[4:])
+    assert worker_spawn._differs(key, grown, ["distributed.nanny"]) == ""
+    (scratch / "distributed").mkdir()
+    assert worker_spawn._differs(key, grown, ["distributed.nanny"]) == "module path"
+    shrunk = (*key[:3], key[3][1:], *key[4:])
+    assert worker_spawn._differs(key, shrunk, []) == "module path"
+    env = (*key[:2], {**key[2], "OMP_NUM_THREADS": "7"}, *key[3:])
+    assert worker_spawn._differs(key, env, []) == "environment (OMP_NUM_THREADS)"
+    moved = (*key[:4], str(tmp_path), key[5])
+    assert worker_spawn._differs(key, moved, []) == "directory"
+
+
+LAUNCHER = """
+import sys, time
+from gpudask_jupyter.cluster import worker_spawn
+with worker_spawn.ahead(1, ["json"]) as launched:
+    print(launched._waiting[0].pid, flush=True)
+    time.sleep(120)
+"""
+
+
+def test_an_interpreter_whose_kernel_died_exits() -> None:
+    kernel = subprocess.Popen([sys.executable, "-c", LAUNCHER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert kernel.stdout is not None
+        pid = int(kernel.stdout.readline())
+        assert _alive(pid)
+        kernel.kill()  # SIGKILL: nothing of the kernel's runs after it
+        kernel.wait(10)
+        assert _wait_until(lambda: not _alive(pid)), "the interpreter outlived its kernel"
+    finally:
+        kernel.kill()
+        kernel.wait(10)
+
+
+def test_what_its_own_imports_set_counts_as_set_at_launch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import that sets a variable (dask-cuda sets one for RAPIDS) sets it in the kernel too,
+    before the nanny spawns: the interpreter that made the same import is still taken; one whose
+    imports set something else is not."""
+    (tmp_path / "sets_a_variable.py").write_text(
+        "import os\nos.environ['GPUDASK_TEST_IMPORTED'] = 'yes'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("GPUDASK_TEST_IMPORTED", raising=False)
+    with worker_spawn.ahead(2, ["sets_a_variable"]) as launched:
+        pids = [w.pid for w in launched._waiting]
+        for name, value in worker_spawn.spawn_environ().items():  # as the nanny sets them
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("GPUDASK_TEST_IMPORTED", "yes")  # the kernel's own import
+        taken = launched.take()
+        assert taken is not None and taken.pid == pids[0]
+        taken.end()
+        monkeypatch.setenv("GPUDASK_TEST_IMPORTED", "no")
+        assert launched.take() is None
+    assert not any(_alive(p) for p in pids)
