@@ -31,7 +31,8 @@ client = default_client()
 def facts():
     import os
     return {"pid": os.getpid(), "pgid": os.getpgid(0), "hash": hash("a string"),
-            "seed": os.environ.get("PYTHONHASHSEED"), "omp": os.environ.get("OMP_NUM_THREADS")}
+            "seed": os.environ.get("PYTHONHASHSEED"),
+            "mine": os.environ.get("GPUDASK_TEST_PRE_SPAWN")}
 
 def cmdline(pid):
     return " ".join(psutil.Process(pid).cmdline())
@@ -59,9 +60,10 @@ def test_a_first_start_runs_its_workers_in_the_interpreters_launched_ahead(
     """In a fresh interpreter, as in a fresh kernel; the user's own ``pre-spawn-environ`` (a
     dask config file) must reach the interpreters launched ahead as it reaches spawned ones."""
     (tmp_path / "nanny.yaml").write_text(
-        "distributed:\n  nanny:\n    pre-spawn-environ:\n      OMP_NUM_THREADS: 3\n"
+        "distributed:\n  nanny:\n    pre-spawn-environ:\n      GPUDASK_TEST_PRE_SPAWN: 3\n"
     )
     env = {**os.environ, "DASK_CONFIG": str(tmp_path), "DASK_GPUDASK__PREWARM": "false"}
+    env.pop("GPUDASK_TEST_PRE_SPAWN", None)  # a variable already set would win over the file
     out = subprocess.run(
         [sys.executable, "-c", FIRST_START],
         capture_output=True,
@@ -77,10 +79,11 @@ def test_a_first_start_runs_its_workers_in_the_interpreters_launched_ahead(
     assert {f["parent"] for f in first} == {seen["kernel"]}  # the kernel's children
     assert all(f["pgid"] == f["pid"] for f in first)  # out of the kernel's process group
     assert seen["total"] == 45
-    # a restart spawns as before; both kinds agree on what a spawn would have given them
+    # a restart spawns as before; both kinds agree on what a spawn would have given them: the
+    # hash seed, and the user's own pre-spawn variable
     assert [f["launched_ahead"] for f in again] == [False, False]
     assert {f["hash"] for f in first + again} == {first[0]["hash"]}
-    assert {(f["seed"], f["omp"]) for f in first + again} == {("6640", "3")}
+    assert {(f["seed"], f["mine"]) for f in first + again} == {("6640", "3")}
     assert seen["left"] == []
 
 

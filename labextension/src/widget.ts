@@ -4,9 +4,11 @@
  *
  * Protocol (anywidget/protocol.ts): the view says hello and the kernel answers with a snapshot,
  * then frames; cluster actions go as "control" messages and come back as "control-started" and
- * "control-result"; a view that goes away says bye. Each view sends its own id with both, so the bye of one (a
- * closed output view, the view a re-render replaces) does not stop the frames of another. Synced traits: PANEL_TRAITS. The view says within two seconds when its kernel restarted, died or closed the
- * panel (anywidget/kernelwatch.ts, and the view's frame watchdog where the host shows nothing).
+ * "control-result"; a view that goes away says bye. Each view sends its own id with both, so
+ * the bye of one (a closed output view, the view a re-render replaces) does not stop the frames
+ * of another. Synced traits: PANEL_TRAITS. The view says within two seconds when its kernel
+ * restarted, died or closed the panel (anywidget/kernelwatch.ts, and the view's frame watchdog
+ * where the host shows nothing).
  */
 import type { AnyModel, RenderProps } from '@anywidget/types';
 import {
@@ -101,6 +103,9 @@ function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): 
   const onMessage = (message: unknown): void => {
     const parsed = parseKernelMessage(message);
     if (parsed?.type === 'frame') {
+      if (!view.update(parsed.frame)) {
+        return; // a paused view takes no frame, and asks for none: it says hello as it resumes
+      }
       if (isSnapshot(parsed.frame)) {
         snapshotSeen = true;
         wait = ASK_AGAIN_MS;
@@ -108,7 +113,6 @@ function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): 
         wait = Math.min(wait * 2, ASK_AGAIN_MAX_MS);
         hello();
       }
-      view.update(parsed.frame);
     } else if (parsed?.type === 'control-started') {
       view.actionStarted(parsed.id);
     } else if (parsed?.type === 'control-result') {

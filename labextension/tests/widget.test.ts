@@ -183,6 +183,22 @@ describe('anywidget front end', () => {
     }
   });
 
+  it('asks for nothing while paused, and says hello as it resumes', () => {
+    fakeTimers();
+    try {
+      const { model } = mount({ paused: true });
+      const delta = () =>
+        model.emit('msg:custom', { type: 'frame', frame: frame({ kind: 'delta', time: T0 + 1 }) });
+      vi.advanceTimersByTime(ASK_AGAIN_MAX_MS);
+      delta(); // ignored: a paused view takes no frame, so it learns nothing from one
+      expect(model.sent).toEqual([hello]);
+      model.python('paused', false);
+      expect(model.sent).toEqual([hello, hello]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("tells its views apart: one view's bye names only that view", () => {
     const first = mount();
     const second = mount();
