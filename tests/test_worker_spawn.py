@@ -47,10 +47,13 @@ again = list(client.run(facts).values())
 for f in again:
     f["launched_ahead"] = "child_main" in cmdline(f["pid"])
 ip.run_line_magic("gpu_cluster", "stop")
+fds = len(os.listdir("/proc/self/fd"))
+ip.run_line_magic("gpu_cluster", "start --n-workers 2 --memory-limit 1GB --oversubscribe")
+ip.run_line_magic("gpu_cluster", "stop")
 left = [p.pid for p in psutil.Process().children(recursive=True)
         if "child_main" in " ".join(p.cmdline())]
 print(json.dumps({"first": first, "again": again, "total": total, "kernel": os.getpid(),
-                  "left": left}))
+                  "left": left, "fds": [fds, len(os.listdir("/proc/self/fd"))]}))
 """
 
 
@@ -85,6 +88,7 @@ def test_a_first_start_runs_its_workers_in_the_interpreters_launched_ahead(
     assert {f["hash"] for f in first + again} == {first[0]["hash"]}
     assert {(f["seed"], f["mine"]) for f in first + again} == {("6640", "3")}
     assert seen["left"] == []
+    assert seen["fds"][1] <= seen["fds"][0]  # a start and stop more leave no descriptor open
 
 
 def _alive(pid: int) -> bool:
@@ -103,13 +107,76 @@ def _wait_until(check: object, timeout: float = 20.0) -> bool:
     return False
 
 
+def _reaped(pid: int) -> bool:
+    """Gone and collected: no zombie left of this process's child."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
 def test_interpreters_not_taken_are_ended_and_wait_outside_the_process_group() -> None:
     with worker_spawn.ahead(2, ["json"]) as launched:
         pids = [w.pid for w in launched._waiting]
         assert len(pids) == 2 and all(_alive(p) for p in pids)
         # they leave the kernel's group at once: a Ctrl-C in the cell does not reach them
         assert _wait_until(lambda: all(os.getpgid(p) == p for p in pids))
-    assert not any(_alive(p) for p in pids)
+    assert all(_reaped(p) for p in pids)
+
+
+def test_none_are_launched_where_workers_are_not_spawned() -> None:
+    import dask.config
+
+    fork = {"distributed.worker.multiprocessing-method": "fork"}
+    with dask.config.set(fork), worker_spawn.ahead(2, ["json"]) as launched:
+        assert launched._waiting == []
+
+
+def test_none_are_offered_to_nannies_that_do_not_spawn() -> None:
+    """A start method set after the launch (or by other means) wins: the nannies make their
+    processes with it, and the interpreters launched ahead are ended."""
+    import dask.config
+    import distributed.process
+
+    with worker_spawn.ahead(1, ["json"]) as launched:
+        (pid,) = [w.pid for w in launched._waiting]
+        fork = {"distributed.worker.multiprocessing-method": "fork"}
+        with dask.config.set(fork), launched.offered():
+            assert distributed.process.get_mp_context().get_start_method() == "fork"
+        assert launched._waiting == [] and _reaped(pid)
+
+
+def test_a_default_socket_timeout_in_the_kernel_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A notebook's ``socket.setdefaulttimeout`` would make the interpreter's end of the socket
+    non-blocking: it would stop waiting and die as soon as it had reported."""
+    import socket
+
+    before = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(5)
+    try:
+        with worker_spawn.ahead(1, ["json"]) as launched:
+            for name, value in worker_spawn.spawn_environ().items():  # as the nanny sets them
+                monkeypatch.setenv(name, value)
+            taken = launched.take()
+            assert taken is not None
+            time.sleep(0.5)
+            assert not taken.exited(), "the interpreter stopped waiting for its process"
+            taken.end()
+    finally:
+        socket.setdefaulttimeout(before)
+
+
+def test_the_module_path_is_the_one_spawn_sends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """IPython puts "" on the path; spawn sends the directory it stood for at start-up, and an
+    interpreter launched ahead imports from that one too, wherever ``%cd`` went since."""
+    from multiprocessing import process
+
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    path = worker_spawn._launch_key()[3]
+    assert "" not in path and path[0] == process.ORIGINAL_DIR
 
 
 def test_a_launch_that_no_longer_matches_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,12 +188,16 @@ def test_a_launch_that_no_longer_matches_is_not_taken(monkeypatch: pytest.Monkey
         assert not any(_alive(p) for p in pids)
 
 
-def test_one_that_exited_is_not_taken() -> None:
+def test_one_that_exited_after_its_report_is_not_taken() -> None:
+    import select
+
     with worker_spawn.ahead(1, ["json"]) as launched:
         (waiting,) = launched._waiting
+        assert select.select([waiting.sock], [], [], 20)[0], "no report"
         os.kill(waiting.pid, signal.SIGKILL)
-        assert _wait_until(lambda: not _alive(waiting.pid) or waiting.exited())
+        assert _wait_until(lambda: psutil.Process(waiting.pid).status() == psutil.STATUS_ZOMBIE)
         assert launched.take() is None
+        assert _reaped(waiting.pid)
 
 
 def test_what_differs_is_named(tmp_path: Path) -> None:
@@ -146,6 +217,39 @@ def test_what_differs_is_named(tmp_path: Path) -> None:
     assert worker_spawn._differs(key, env, []) == "environment (OMP_NUM_THREADS)"
     moved = (*key[:4], str(tmp_path), key[5])
     assert worker_spawn._differs(key, moved, []) == "directory"
+
+
+WORKERS_OF_A_KERNEL = """
+from IPython.core.interactiveshell import InteractiveShell
+ip = InteractiveShell.instance()
+ip.run_line_magic("load_ext", "gpudask_jupyter")
+client = ip.run_line_magic("gpu_cluster", "start --n-workers 2 --memory-limit 1GB --oversubscribe")
+print("pids", *client.run(__import__("os").getpid).values(), flush=True)
+__import__("time").sleep(120)
+"""
+
+
+def test_workers_in_interpreters_launched_ahead_end_with_their_kernel() -> None:
+    """SIGKILL leaves no time to close anything: the workers must see their parent's end."""
+    env = {**os.environ, "DASK_GPUDASK__PREWARM": "false"}
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", WORKERS_OF_A_KERNEL], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert kernel.stdout is not None
+        line = ""
+        while not line.startswith("pids "):  # what the start printed comes first
+            line = kernel.stdout.readline()
+            assert line, "the kernel ended before its workers started"
+        pids = [int(p) for p in line.split()[1:]]
+        assert len(pids) == 2
+        assert all("child_main" in " ".join(psutil.Process(p).cmdline()) for p in pids)
+        kernel.kill()
+        kernel.wait(10)
+        assert _wait_until(lambda: not any(_alive(p) for p in pids), 30), "workers outlived it"
+    finally:
+        kernel.kill()
+        kernel.wait(10)
 
 
 LAUNCHER = """

@@ -14,7 +14,9 @@ The process object goes to it as spawn sends it; the file descriptors it needs, 
 exist at its launch, go over a Unix socket, as multiprocessing's forkserver passes them.
 Each interpreter moves to a process group of its own at once (a Ctrl-C in the cell must not
 reach it, as :mod:`.worker_setup` keeps it from the worker); one that no nanny took is ended
-when the start ends, and one whose kernel died reads the end of its socket and exits.
+once the cluster is made (or the start fails), and one whose kernel died reads the end of its
+socket and exits. Only distributed's own start method, spawn, is done so: with ``fork`` or
+``forkserver`` configured, nothing is launched ahead.
 
 The environment a spawn gets includes what the nanny adds first (distributed's
 ``pre-spawn-environ`` and ``PYTHONHASHSEED``, read by an interpreter only at its launch):
@@ -37,7 +39,8 @@ import os
 import signal
 import socket
 import struct
-import sys
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from multiprocessing import context as mp_context
 from multiprocessing import popen_spawn_posix, reduction, resource_tracker, spawn, util
@@ -48,6 +51,8 @@ log = logging.getLogger(__name__)
 
 #: most descriptors a process object may carry (a nanny's worker carries a handful)
 MAX_FDS = 64
+#: how distributed starts worker processes: interpreters are launched ahead for spawn alone
+METHOD = "distributed.worker.multiprocessing-method"
 #: the nanny's first-spawn settings in distributed's configuration (:func:`spawn_environ`)
 PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
 #: the hash seed a nanny gives its workers when the configuration names none (distributed's)
@@ -70,6 +75,8 @@ class _Waiting:
     sock: socket.socket  # the kernel's end: the process object goes through it
     sentinel: int  # readable once the interpreter has exited, as spawn's
     launch: tuple[Any, ...]  # what :func:`_launch_key` said at its launch
+    reaped: bool = False  # its exit was collected: its pid may be another process's now
+    ended: bool = False
 
     def imported(self, timeout: float) -> dict[str, str | None] | None:
         """Wait, at most ``timeout``, for its imports; what they set in its environment (a
@@ -95,19 +102,25 @@ class _Waiting:
         return data
 
     def end(self) -> None:
-        """End an interpreter no nanny took (it holds nothing: it has only imported)."""
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
+        """End an interpreter no nanny took (it holds nothing: it has only imported); once."""
+        if self.ended:
+            return
+        self.ended = True
+        if not self.reaped:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+            self.reaped = True
         self.sock.close()
         os.close(self.sentinel)
 
     def exited(self) -> bool:
         try:
-            return os.waitpid(self.pid, os.WNOHANG) != (0, 0)
+            self.reaped = os.waitpid(self.pid, os.WNOHANG) != (0, 0)
         except ChildProcessError:
-            return True
+            self.reaped = True
+        return self.reaped
 
 
 class _InheritedFd:
@@ -168,13 +181,17 @@ def _close(fds: tuple[int, ...]) -> None:
 class _Process(mp_context.SpawnProcess):
     @staticmethod
     def _Popen(process_obj: Any) -> Any:
-        waiting = _offered.take() if _offered is not None else None
+        offered = _offered
+        waiting = offered.take() if offered is not None else None
         if waiting is not None:
             try:
                 return _AdoptedPopen(process_obj, waiting)
             except OSError:  # it died meanwhile, or the object holds too much: spawn as before
                 log.debug("a worker interpreter launched ahead was not usable", exc_info=True)
                 waiting.end()
+            except BaseException:  # spawn would fail alike (the object does not pickle)
+                waiting.end()
+                raise
         return popen_spawn_posix.Popen(process_obj)
 
 
@@ -191,14 +208,24 @@ class Ahead:
     def __init__(self, waiting: list[_Waiting], modules: Sequence[str] = ()) -> None:
         self._waiting = waiting
         self._modules = modules
+        self._lock = threading.Lock()  # nannies start their processes on threads of their own
         self.taken = 0
+
+    def _next(self) -> _Waiting | None:
+        with self._lock:
+            return self._waiting.pop(0) if self._waiting else None
 
     def take(self) -> _Waiting | None:
         """The next waiting interpreter launched as a spawn would be launched now, or None."""
-        now = _launch_key()
-        while self._waiting:
-            waiting = self._waiting.pop(0)
-            made = waiting.imported(REPORT_WAIT)
+        try:
+            now = _launch_key()
+        except OSError:
+            log.debug("no launch to compare with: the workers are spawned", exc_info=True)
+            self.close()
+            return None
+        deadline = time.monotonic() + REPORT_WAIT
+        while (waiting := self._next()) is not None:
+            made = waiting.imported(max(0.1, deadline - time.monotonic()))
             differs = (
                 "" if made is None else _differs(_after(waiting.launch, made), now, self._modules)
             )
@@ -207,7 +234,8 @@ class Ahead:
             elif differs:
                 log.debug("a worker is spawned: its %s differs from the launch made ahead", differs)
             else:
-                self.taken += 1
+                with self._lock:
+                    self.taken += 1
                 return waiting
             waiting.end()
         return None
@@ -223,11 +251,15 @@ class Ahead:
             return
         import distributed.process as where
 
-        if not hasattr(where, "get_mp_context"):
-            log.debug("distributed makes its worker processes elsewhere: they are spawned")
-            yield
+        before = getattr(where, "get_mp_context", None)
+        if before is None or before().get_start_method() != "spawn":
+            log.debug("distributed makes its worker processes otherwise: they are made so")
+            try:
+                yield
+            finally:
+                self.close()
             return
-        before, context = where.get_mp_context, _Context()
+        context = _Context()
         _offered = self
         where.get_mp_context = lambda: context  # type: ignore[attr-defined]
         try:
@@ -235,10 +267,11 @@ class Ahead:
         finally:
             where.get_mp_context = before  # type: ignore[attr-defined]
             _offered = None
+            self.close()  # the cluster is made: a worker started later is spawned
 
     def close(self) -> None:
-        while self._waiting:
-            self._waiting.pop().end()
+        while (waiting := self._next()) is not None:
+            waiting.end()
 
 
 @contextlib.contextmanager
@@ -247,7 +280,7 @@ def ahead(count: int, modules: Sequence[str]) -> Iterator[Ahead]:
     the way out (the start is over: its workers are spawned or it failed)."""
     launched = Ahead([])
     try:
-        if count > 0:
+        if count > 0 and os.name == "posix" and _distributed_setting(METHOD) == "spawn":
             launched = Ahead(_launch(count, modules), modules)
     except Exception:  # only time is lost: the workers are spawned as before
         log.warning("could not launch worker interpreters ahead", exc_info=True)
@@ -262,15 +295,7 @@ def spawn_environ() -> dict[str, str]:
     before distributed is imported: distributed's ``pre-spawn-environ`` (its defaults, under
     the user's dask configuration; a variable already set wins), its hash seed, and the
     parent's pid that sets the workers' process titles."""
-    import dask.config
-    import yaml
-
-    spec = importlib.util.find_spec("distributed")
-    if spec is None or spec.origin is None:
-        return {}
-    defaults = yaml.safe_load(Path(spec.origin).with_name("distributed.yaml").read_text())
-    config = dask.config.merge(defaults, dask.config.config)
-    wanted = dask.config.get(PRE_SPAWN, default={}, config=config) or {}
+    wanted = _distributed_setting(PRE_SPAWN) or {}
     env = {k: os.environ.get(k, str(v)) for k, v in wanted.items() if v is not None}
     if env.get("PYTHONHASHSEED") in (None, "0"):
         env["PYTHONHASHSEED"] = HASH_SEED
@@ -278,15 +303,33 @@ def spawn_environ() -> dict[str, str]:
     return env
 
 
+def _distributed_setting(key: str) -> Any:
+    """A setting of distributed's before distributed is imported: its defaults file under the
+    user's dask configuration, as importing distributed would merge them."""
+    import dask.config
+    import yaml
+
+    spec = importlib.util.find_spec("distributed")
+    if spec is None or spec.origin is None:
+        return None
+    defaults = yaml.safe_load(Path(spec.origin).with_name("distributed.yaml").read_text())
+    return dask.config.get(
+        key, default=None, config=dask.config.merge(defaults, dask.config.config)
+    )
+
+
 def _launch_key() -> tuple[Any, ...]:
     """Everything a spawn's interpreter takes from the kernel at its launch."""
+    tracker = resource_tracker.getfd()
+    if tracker is None:
+        raise OSError("multiprocessing's resource tracker did not start")
     return (
         spawn.get_executable(),
         tuple(util._args_from_interpreter_flags()),  # type: ignore[attr-defined]
         dict(os.environ),
-        tuple(sys.path),
+        tuple(spawn.get_preparation_data("")["sys_path"]),  # "" as spawn resolves it
         os.getcwd(),
-        resource_tracker.getfd(),
+        (tracker, os.fstat(tracker).st_ino),  # a tracker started again may reuse the number
     )
 
 
@@ -328,9 +371,19 @@ def _launch(count: int, modules: Sequence[str]) -> list[_Waiting]:
     add = spawn_environ()
     saved = {k: os.environ.get(k) for k in add}
     os.environ.update(add)  # as the nanny will, for as long as the launches take
+    launched: list[_Waiting] = []
     try:
         key = _launch_key()
-        return [_launch_one(key, modules) for _ in range(count)]
+        if not all(isinstance(entry, str) for entry in key[3]):
+            log.debug("the module path holds more than names: the workers are spawned")
+            return []
+        for _ in range(count):
+            launched.append(_launch_one(key, modules))
+        return launched
+    except BaseException:
+        for waiting in launched:
+            waiting.end()
+        raise
     finally:
         for k, v in saved.items():
             if v is None:
@@ -340,8 +393,9 @@ def _launch(count: int, modules: Sequence[str]) -> list[_Waiting]:
 
 
 def _launch_one(key: tuple[Any, ...], modules: Sequence[str]) -> _Waiting:
-    exe, flags, _, path, _, tracker_fd = key
+    exe, flags, _, path, _, (tracker_fd, _) = key
     ours, theirs = socket.socketpair()
+    theirs.setblocking(True)  # whatever default timeout the kernel set: spawn's pipes block
     sentinel, child_w = os.pipe()
     try:
         code = (
@@ -366,6 +420,9 @@ def child_main(sock_fd: int, tracker_fd: int, modules: list[str]) -> None:
     process object (or the end of the socket: then exit), then run it as spawn's child does."""
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
+    os.set_blocking(sock_fd, True)
+    # as spawn's child has it before any import: a lock made at import uses the kernel's tracker
+    resource_tracker._resource_tracker._fd = tracker_fd  # type: ignore[attr-defined]
     launched = dict(os.environ)
     for name in modules:
         try:
@@ -377,7 +434,10 @@ def child_main(sock_fd: int, tracker_fd: int, modules: list[str]) -> None:
     report = json.dumps({k: v for k, v in made.items() if launched.get(k) != v}).encode()
     with contextlib.suppress(OSError):  # the kernel is gone: the read below says so
         sock.sendall(_COUNT.pack(len(report)) + report)
-    head, ancillary, _, _ = sock.recvmsg(_COUNT.size, socket.CMSG_SPACE(MAX_FDS * 4))
+    try:
+        head, ancillary, _, _ = sock.recvmsg(_COUNT.size, socket.CMSG_SPACE(MAX_FDS * 4))
+    except OSError:  # the kernel is gone (its end closed with the report unread)
+        os._exit(0)
     if len(head) < _COUNT.size:
         os._exit(0)  # the start needed no more workers, or the kernel is gone
     (count,) = _COUNT.unpack(head)
