@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support import wait_gone
 
 from gpudask_jupyter.cluster import worker_spawn
 
@@ -243,10 +244,11 @@ def test_workers_in_interpreters_launched_ahead_end_with_their_kernel() -> None:
             assert line, "the kernel ended before its workers started"
         pids = [int(p) for p in line.split()[1:]]
         assert len(pids) == 2
-        assert all("child_main" in " ".join(psutil.Process(p).cmdline()) for p in pids)
+        workers = [psutil.Process(p) for p in pids]
+        assert all("child_main" in " ".join(w.cmdline()) for w in workers)
         kernel.kill()
         kernel.wait(10)
-        assert _wait_until(lambda: not any(_alive(p) for p in pids), 30), "workers outlived it"
+        assert wait_gone(workers, 30) == [], "workers outlived it"
     finally:
         kernel.kill()
         kernel.wait(10)
@@ -265,11 +267,11 @@ def test_an_interpreter_whose_kernel_died_exits() -> None:
     kernel = subprocess.Popen([sys.executable, "-c", LAUNCHER], stdout=subprocess.PIPE, text=True)
     try:
         assert kernel.stdout is not None
-        pid = int(kernel.stdout.readline())
-        assert _alive(pid)
+        launched = psutil.Process(int(kernel.stdout.readline()))
+        assert _alive(launched.pid)
         kernel.kill()  # SIGKILL: nothing of the kernel's runs after it
         kernel.wait(10)
-        assert _wait_until(lambda: not _alive(pid)), "the interpreter outlived its kernel"
+        assert wait_gone([launched], 20) == [], "the interpreter outlived its kernel"
     finally:
         kernel.kill()
         kernel.wait(10)

@@ -75,17 +75,12 @@ def launch(
     # the workers' interpreters import while this one does (:mod:`.worker_spawn`)
     with worker_spawn.ahead(keywords.get("n_workers") or 0, modules) as launched:
         try:
-            with http_routes(dashboard is not None):
-                if devices:
-                    from dask_cuda import LocalCUDACluster
-
-                    with launched.offered():
-                        cluster = LocalCUDACluster(**keywords)
-                else:
-                    from distributed import LocalCluster
-
-                    with launched.offered():
-                        cluster = LocalCluster(**keywords)
+            if devices:
+                from dask_cuda import LocalCUDACluster as make
+            else:
+                from distributed import LocalCluster as make
+            with http_routes(dashboard is not None), launched.offered():
+                cluster = make(**keywords)
             from distributed import Client
 
             client = Client(cluster, security=security, set_as_default=True)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import array
 import contextlib
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import io
@@ -226,12 +227,9 @@ class Ahead:
         deadline = time.monotonic() + REPORT_WAIT
         while (waiting := self._next()) is not None:
             made = waiting.imported(max(0.1, deadline - time.monotonic()))
-            differs = (
-                "" if made is None else _differs(_after(waiting.launch, made), now, self._modules)
-            )
             if made is None or waiting.exited():
                 log.debug("a worker interpreter launched ahead is gone or silent: one is spawned")
-            elif differs:
+            elif differs := _differs(_after(waiting.launch, made), now, self._modules):
                 log.debug("a worker is spawned: its %s differs from the launch made ahead", differs)
             else:
                 with self._lock:
@@ -307,15 +305,24 @@ def _distributed_setting(key: str) -> Any:
     """A setting of distributed's before distributed is imported: its defaults file under the
     user's dask configuration, as importing distributed would merge them."""
     import dask.config
+
+    defaults = _distributed_defaults()
+    if defaults is None:
+        return None
+    return dask.config.get(
+        key, default=None, config=dask.config.merge(defaults, dask.config.config)
+    )
+
+
+@functools.cache
+def _distributed_defaults() -> dict[str, Any] | None:
+    """distributed's defaults file, read once (a start asks it two settings; later starts too)."""
     import yaml
 
     spec = importlib.util.find_spec("distributed")
     if spec is None or spec.origin is None:
         return None
-    defaults = yaml.safe_load(Path(spec.origin).with_name("distributed.yaml").read_text())
-    return dask.config.get(
-        key, default=None, config=dask.config.merge(defaults, dask.config.config)
-    )
+    return dict(yaml.safe_load(Path(spec.origin).with_name("distributed.yaml").read_text()))
 
 
 def _launch_key() -> tuple[Any, ...]:
