@@ -56,6 +56,13 @@ function trySend(model: AnyModel<PanelTraits>, content: object): void {
  * further wait is twice as long, up to ASK_AGAIN_MAX_MS. */
 export const ASK_AGAIN_MS = 2000;
 export const ASK_AGAIN_MAX_MS = 60_000;
+/** Asks in a row without the snapshot after which a view says that the kernel does not answer
+ * it (2 + 4 + 8 s: long past any round trip to an idle kernel). */
+export const UNHEARD_AFTER = 3;
+export const UNHEARD_TEXT =
+  'The kernel does not answer this panel: it is busy with a cell (it answers once the cell ' +
+  "ends), or the page lost its link to the kernel (JupyterLab can, after a reload: run the panel's " +
+  'cell again). Until then its buttons may not reach the kernel.';
 
 function isSnapshot(frame: unknown): boolean {
   return (frame as { kind?: unknown } | null)?.kind === 'snapshot';
@@ -66,10 +73,13 @@ function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): 
   // A hello can be lost on the way (ipykernel drops a comm message for a subshell it does not
   // know, as after a page reload): frames that keep coming without the snapshot it asked for
   // say so, and the view asks again. A kernel busy with a cell answers all the hellos queued
-  // at once, hence the growing wait between them.
+  // at once, hence the growing wait between them. Frames without a snapshot for long say that
+  // the kernel is busy or does not hear the view (JupyterLab 4.6 can send a reloaded page's
+  // widget messages to a kernel subshell that no longer exists): the view says both.
   let snapshotSeen = false;
   let asked = 0;
   let wait = ASK_AGAIN_MS;
+  let unanswered = 0; // asks in a row that brought no snapshot
   const hello = (): void => {
     snapshotSeen = false;
     asked = Date.now();
@@ -109,8 +119,16 @@ function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): 
       if (isSnapshot(parsed.frame)) {
         snapshotSeen = true;
         wait = ASK_AGAIN_MS;
+        if (unanswered >= UNHEARD_AFTER) {
+          view.setHostMessages([]);
+        }
+        unanswered = 0;
       } else if (!snapshotSeen && Date.now() - asked >= wait) {
         wait = Math.min(wait * 2, ASK_AGAIN_MAX_MS);
+        unanswered += 1;
+        if (unanswered === UNHEARD_AFTER) {
+          view.setHostMessages([UNHEARD_TEXT]);
+        }
         hello();
       }
     } else if (parsed?.type === 'control-started') {

@@ -1,7 +1,7 @@
 // @vitest-environment jsdom
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Signal } from '@lumino/signaling';
-import widget, { ASK_AGAIN_MAX_MS, ASK_AGAIN_MS } from '../src/widget';
+import widget, { ASK_AGAIN_MAX_MS, ASK_AGAIN_MS, UNHEARD_AFTER, UNHEARD_TEXT } from '../src/widget';
 import { controlMessage, parseKernelMessage } from '../src/anywidget/protocol';
 import { T0, frame, gpuSample } from './fixtures';
 import { fakeTimers } from './timers';
@@ -178,6 +178,35 @@ describe('anywidget front end', () => {
       vi.advanceTimersByTime(ASK_AGAIN_MAX_MS);
       delta();
       expect(model.sent).toEqual([hello, hello, hello]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('says so when its asks go unanswered, and stops saying it at the snapshot', async () => {
+    fakeTimers();
+    try {
+      const { model, root } = mount();
+      const delta = () =>
+        model.emit('msg:custom', { type: 'frame', frame: frame({ kind: 'delta', time: T0 + 1 }) });
+      const said = async () => {
+        await vi.advanceTimersByTimeAsync(50); // a paint
+        return root()?.querySelector('.gpudask-messages')?.textContent ?? '';
+      };
+      let wait = ASK_AGAIN_MS;
+      for (let asked = 1; asked < UNHEARD_AFTER; asked++) {
+        vi.advanceTimersByTime(wait);
+        wait *= 2;
+        delta();
+        expect(model.sent).toHaveLength(1 + asked);
+        expect(await said()).not.toContain(UNHEARD_TEXT);
+      }
+      vi.advanceTimersByTime(wait);
+      delta();
+      expect(model.sent).toHaveLength(1 + UNHEARD_AFTER);
+      expect(await said()).toContain(UNHEARD_TEXT);
+      model.emit('msg:custom', { type: 'frame', frame: frame() }); // heard at last
+      expect(await said()).not.toContain(UNHEARD_TEXT);
     } finally {
       vi.useRealTimers();
     }

@@ -39,7 +39,8 @@ def _running(
     name: str, args: list[str], env: dict[str, str], log: Path, ready: str
 ) -> Iterator[None]:
     """A server process, logging to ``log``, once ``ready`` (a URL) answers; stopped after, its
-    log kept under test-artifacts/."""
+    log kept under test-artifacts/, named after its fixture's folder too (the kernels' logs of
+    one module's failure must survive the next module's server)."""
     with open(log, "wb") as out:
         proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
@@ -61,7 +62,7 @@ def _running(
         except subprocess.TimeoutExpired:
             proc.kill()
         ARTIFACTS.mkdir(exist_ok=True)
-        shutil.copy(log, ARTIFACTS / log.name)
+        shutil.copy(log, ARTIFACTS / f"{log.parent.name.rstrip('0123456789')}-{log.name}")
 
 
 def _serve(
