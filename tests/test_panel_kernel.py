@@ -267,3 +267,100 @@ def test_a_displayed_panel_draws_the_work_of_the_cells_queued_after_it(kernel) -
     assert len(frames) >= 8, "no frames while the queued cell ran"  # 0.25 s apart
     assert frames[-1]["cluster"]["state"] == "running"
     assert any(t["prefix"] == "work" for f in frames for t in f["tasks"])
+
+
+def test_a_button_sent_over_a_subshell_runs_after_the_cell_and_takes_none_of_its_output(
+    kernel,
+) -> None:
+    """JupyterLab 4.6 sends a widget's messages to a kernel subshell, whose thread handles them
+    while a cell runs. A button runs the magic a cell may be running too, capturing what it
+    prints: it must wait for the cell, as on the main shell, and every line the cell prints
+    must reach the cell."""
+    _, kc = kernel
+    reply = run(
+        kc,
+        "import gpudask_jupyter\npanel = gpudask_jupyter.Panel()\n"
+        "print('COMM', panel.comm.comm_id)",
+    )
+    comm_id = reply["output"].split("COMM ")[1].split()[0]
+    kc.control_channel.send(kc.session.msg("create_subshell_request", {}))
+    made = kc.control_channel.get_msg(timeout=30)
+    assert made["content"].get("status") == "ok", made["content"]
+    subshell = made["content"]["subshell_id"]
+
+    cell = kc.execute("import time\nfor i in range(30):\n    print('tick', i)\n    time.sleep(0.1)")
+    time.sleep(1.0)  # the cell is printing
+    msg = kc.session.msg(
+        "comm_msg",
+        {
+            "comm_id": comm_id,
+            "data": {
+                "method": "custom",
+                "content": {"type": "control", "id": "7", "action": "scale", "n": 2},
+            },
+        },
+    )
+    msg["header"]["subshell_id"] = subshell
+    kc.shell_channel.send(msg)
+
+    printed, order = "", []
+    deadline = time.monotonic() + 60
+    while "control-result" not in order:
+        assert time.monotonic() < deadline, order
+        got = kc.get_iopub_msg(timeout=60)
+        content = got["content"]
+        if got["parent_header"].get("msg_id") == cell:
+            if got["msg_type"] == "stream":
+                printed += content["text"]
+            elif got["msg_type"] == "status" and content["execution_state"] == "idle":
+                order.append("cell done")
+        elif got["msg_type"] == "comm_msg" and content.get("comm_id") == comm_id:
+            data = content["data"].get("content", {})
+            if data.get("id") == "7":
+                order.append(data["type"])
+                result = data
+    assert printed.split() == [w for i in range(30) for w in ("tick", str(i))], printed
+    assert order == ["cell done", "control-started", "control-result"], order
+    assert result["ok"] is False and "has no cluster" in result["text"], result
+
+
+def _subshell(kc: Any, request: str, **content: Any) -> dict[str, Any]:
+    kc.control_channel.send(kc.session.msg(request, content))
+    reply = kc.control_channel.get_msg(timeout=30)["content"]
+    assert reply.get("status") == "ok", reply
+    return dict(reply)
+
+
+def _hello_by(kc: Any, comm_id: str, view: str, subshell: str | None) -> None:
+    msg = kc.session.msg(
+        "comm_msg",
+        {
+            "comm_id": comm_id,
+            "data": {"method": "custom", "content": {"type": "hello", "view": view}},
+        },
+    )
+    if subshell is not None:
+        msg["header"]["subshell_id"] = subshell
+    kc.shell_channel.send(msg)
+
+
+def test_a_reloaded_pages_hello_is_heard_after_the_old_pages_subshell_is_gone(kernel) -> None:
+    """A page's view says hello by the page's subshell; the page is reloaded and its subshell
+    deleted; the new page's view says hello by another: it gets its snapshot (ipykernel would
+    route it to the deleted subshell, where the comm last answered, and drop it)."""
+    _, kc = kernel
+    reply = run(
+        kc,
+        "import gpudask_jupyter\npanel = gpudask_jupyter.Panel(interval=0.25)\n"
+        "print('COMM', panel.comm.comm_id)",
+    )
+    comm_id = reply["output"].split("COMM ")[1].split()[0]
+    old = _subshell(kc, "create_subshell_request")["subshell_id"]
+    _hello_by(kc, comm_id, "old page", old)
+    frames = _frames(kc, comm_id, time.monotonic() + 2)
+    assert frames and frames[0]["kind"] == "snapshot"
+    _subshell(kc, "delete_subshell_request", subshell_id=old)
+    for sent_to in (_subshell(kc, "create_subshell_request")["subshell_id"], None):
+        _hello_by(kc, comm_id, f"new page by {sent_to}", sent_to)
+        frames = _frames(kc, comm_id, time.monotonic() + 2)
+        assert [f["kind"] for f in frames].count("snapshot") == 1, [f["kind"] for f in frames]

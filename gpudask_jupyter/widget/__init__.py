@@ -38,6 +38,7 @@ from ..schema.protocol import (
     FrameMessage,
     KernelMessage,
 )
+from .routing import on_main_thread, route_to_sender
 from .shared_monitor import KEY, kernel_monitor, stop_kernel_monitor
 from .snapshot import snapshot_text
 
@@ -88,6 +89,7 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         lifecycle.on_unload(close_all, lifecycle.VIEWS)
         self._monitor = kernel_monitor()
         self.on_msg(self._on_message)
+        route_to_sender(self.comm)
         _panels.add(self)
 
     @traitlets.validate("interval")
@@ -129,7 +131,7 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         elif kind == "bye":
             self._bye(view)
         elif kind == "control":
-            self._control(content)
+            on_main_thread(self._control, content)
 
     def _expect_view(self) -> None:
         """Displayed: send frames at once, before any view says hello.
@@ -217,8 +219,8 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         return True
 
     def _control(self, content: dict[str, Any]) -> None:
-        """A button of a view: run it (on the kernel's main thread, where comm messages are
-        handled, after any running cell) and answer with its result."""
+        """A button of a view: run it (on the kernel's main thread, after any running cell:
+        :mod:`.routing`) and answer with its result."""
         from ..magics import controls
 
         ident: Any = content.get("id")  # echoed as the view sent it

@@ -61,8 +61,8 @@ export const ASK_AGAIN_MAX_MS = 60_000;
 export const UNHEARD_AFTER = 3;
 export const UNHEARD_TEXT =
   'The kernel does not answer this panel: it is busy with a cell (it answers once the cell ' +
-  "ends), or the page lost its link to the kernel (JupyterLab can, after a reload: run the panel's " +
-  'cell again). Until then its buttons may not reach the kernel.';
+  "ends), or it no longer hears this page (run the panel's cell again). Until then the panel's " +
+  'buttons may not reach the kernel.';
 
 function isSnapshot(frame: unknown): boolean {
   return (frame as { kind?: unknown } | null)?.kind === 'snapshot';
@@ -70,12 +70,10 @@ function isSnapshot(frame: unknown): boolean {
 
 function render({ model, el }: Pick<RenderProps<PanelTraits>, 'model' | 'el'>): () => void {
   const id = newViewId();
-  // A hello can be lost on the way (ipykernel drops a comm message for a subshell it does not
-  // know, as after a page reload): frames that keep coming without the snapshot it asked for
-  // say so, and the view asks again. A kernel busy with a cell answers all the hellos queued
-  // at once, hence the growing wait between them. Frames without a snapshot for long say that
-  // the kernel is busy or does not hear the view (JupyterLab 4.6 can send a reloaded page's
-  // widget messages to a kernel subshell that no longer exists): the view says both.
+  // A hello can be lost on the way (a kernel drops a message for a subshell it does not know):
+  // frames that keep coming without the snapshot it asked for say so, and the view asks again.
+  // A kernel busy with a cell answers all the hellos queued at once, hence the growing wait
+  // between them. Asks unanswered for long: the view says the kernel is busy or does not hear it.
   let snapshotSeen = false;
   let asked = 0;
   let wait = ASK_AGAIN_MS;

@@ -105,12 +105,13 @@ class Replayer:
 
 def replay_widget(path: str | None = None, interval: float = 0.25, lose: bool = False) -> Any:
     """A panel widget (the package's own front end) fed from a recording, for a notebook cell.
-    ``lose``: the first hello of every view after the first is lost on the way, as ipykernel
-    drops a comm message for a subshell it does not know (after a page reload)."""
+    ``lose``: the first hello of every view after the first is lost on the way, as a kernel
+    drops a comm message for a subshell it does not know."""
     import anywidget
     import traitlets
 
     from gpudask_jupyter.widget import STATIC
+    from gpudask_jupyter.widget.routing import route_to_sender
 
     class ReplayPanel(anywidget.AnyWidget):  # type: ignore[misc]
         _esm = traitlets.Unicode(STATIC.read_text()).tag(sync=True)
@@ -152,5 +153,6 @@ def replay_widget(path: str | None = None, interval: float = 0.25, lose: bool = 
                 send(False)
 
     panel.on_msg(on_message)
+    route_to_sender(panel.comm)  # as the package's panel
     threading.Thread(target=loop, daemon=True, name="gpudask-replay").start()
     return panel

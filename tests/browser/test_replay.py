@@ -160,13 +160,11 @@ def test_replayed_gpus_in_the_sidebar_and_the_panel(replay_lab: Lab, browser: An
 
     reloaded = time.time()
     set_theme(page, replay_lab, dark=True)
-    # the reloaded page's view lost its hello (the replay drops it, as ipykernel can), and asks
-    # again: it draws from a snapshot made after the reload, not from the frames made before.
-    # JupyterLab 4.6 may also send every widget message of a reloaded page to a kernel subshell
-    # that is gone (the kernel's log says "Unknown subshell_id"): then no ask gets through, and
-    # the view says so instead
-    if _heard_again(page, gpus):
-        _stopped_after(page, PANEL, reloaded)
+    # the reloaded page's view lost its hello (the replay drops it), and asks again: it draws
+    # from a snapshot made after the reload, not from the frames made before (its asks reach the
+    # kernel although the old page's subshell is gone: gpudask_jupyter.widget.routing)
+    assert _heard_again(page, gpus), "the reloaded page's panel says the kernel does not hear it"
+    _stopped_after(page, PANEL, reloaded)
     _open_sidebar(page)
     wait_drawn(page, SIDEBAR, gpu_lines=gpus)
     sidebar_width(page, 250)
