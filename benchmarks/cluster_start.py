@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -131,7 +132,12 @@ def _fresh_process(line: str, cpu: bool, wait: bool, later: int) -> None:
 
 
 def measure_first(label: str, line: str, cpu: bool, n: int, later: int) -> list[str]:
-    """Rows for the first start of ``n`` fresh processes per way, against their later starts."""
+    """Rows for the first start of ``n`` fresh processes per way, against their later starts.
+    Each starts with a fresh kernel's environment: without what this process's clusters set in
+    its own (dask-cuda's variable for RAPIDS)."""
+    from gpudask_jupyter.cluster.connect import GPU_CLUSTER_ENVIRON
+
+    env = {k: v for k, v in os.environ.items() if k not in GPU_CLUSTER_ENVIRON}
     seen: dict[bool, list[float]] = {False: [], True: []}
     later_times: list[float] = []
     imports: list[float] = []
@@ -139,7 +145,7 @@ def measure_first(label: str, line: str, cpu: bool, n: int, later: int) -> list[
         for wait in (False, True):
             command = [sys.executable, __file__, "--_fresh", line, "--later", str(later)]
             command += ["--cpu"] * cpu + ["--_wait"] * wait
-            out = subprocess.run(command, capture_output=True, text=True, check=True)
+            out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
             result = json.loads(out.stdout.strip().splitlines()[-1])
             seen[wait].append(result["first"])
             later_times += result["later"]

@@ -176,7 +176,7 @@ def test_the_module_path_is_the_one_spawn_sends(monkeypatch: pytest.MonkeyPatch)
     from multiprocessing import process
 
     monkeypatch.setattr(sys, "path", ["", *sys.path])
-    path = worker_spawn._launch_key()[3]
+    path = worker_spawn._launch_key().path
     assert "" not in path and path[0] == process.ORIGINAL_DIR
 
 
@@ -187,6 +187,24 @@ def test_a_launch_that_no_longer_matches_is_not_taken(monkeypatch: pytest.Monkey
         assert launched.take() is None
         assert launched.taken == 0
         assert not any(_alive(p) for p in pids)
+
+
+def test_what_the_cluster_sets_as_it_is_made_counts_as_set_at_launch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """dask-cuda's cluster sets a variable in the kernel as it is made, before its nannies
+    spawn: interpreters launched with it are taken once the kernel has it, and not before."""
+    monkeypatch.delenv("GPUDASK_TEST_MADE", raising=False)
+    for name, value in worker_spawn.spawn_environ().items():  # as the nanny sets them
+        monkeypatch.setenv(name, value)
+    with worker_spawn.ahead(1, ["json"], {"GPUDASK_TEST_MADE": "1"}) as launched:
+        assert "GPUDASK_TEST_MADE" not in os.environ  # set for the launch alone
+        assert launched.take() is None  # the kernel never set it: a spawn would differ
+    with worker_spawn.ahead(1, ["json"], {"GPUDASK_TEST_MADE": "1"}) as launched:
+        monkeypatch.setenv("GPUDASK_TEST_MADE", "1")  # as the cluster sets it
+        taken = launched.take()
+        assert taken is not None
+        taken.end()
 
 
 def test_one_that_exited_after_its_report_is_not_taken() -> None:
@@ -208,15 +226,15 @@ def test_what_differs_is_named(tmp_path: Path) -> None:
     assert worker_spawn._differs(key, key, ["distributed.nanny"]) == ""
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    grown = (*key[:3], (str(scratch), *key[3]), *key[4:])
+    grown = key._replace(path=(str(scratch), *key.path))
     assert worker_spawn._differs(key, grown, ["distributed.nanny"]) == ""
     (scratch / "distributed").mkdir()
     assert worker_spawn._differs(key, grown, ["distributed.nanny"]) == "module path"
-    shrunk = (*key[:3], key[3][1:], *key[4:])
+    shrunk = key._replace(path=key.path[1:])
     assert worker_spawn._differs(key, shrunk, []) == "module path"
-    env = (*key[:2], {**key[2], "OMP_NUM_THREADS": "7"}, *key[3:])
+    env = key._replace(environ={**key.environ, "OMP_NUM_THREADS": "7"})
     assert worker_spawn._differs(key, env, []) == "environment (OMP_NUM_THREADS)"
-    moved = (*key[:4], str(tmp_path), key[5])
+    moved = key._replace(cwd=str(tmp_path))
     assert worker_spawn._differs(key, moved, []) == "directory"
 
 

@@ -29,8 +29,16 @@ log = logging.getLogger(__name__)
 #: scheduler's info pages (worker logs, call stacks), JSON and metrics have no authentication
 #: either, and any local user could read them
 HEALTH_ONLY = ["distributed.http.health"]
-#: what a worker interpreter launched ahead imports (dask-cuda too, for GPU workers)
+#: what a worker interpreter launched ahead imports: a nanny's worker and its preload
 WORKER_MODULES = ("distributed.nanny", WORKER_PRELOAD)
+#: and for a GPU worker, dask-cuda, which does not initialise CUDA as it is imported, so the GPU
+#: a worker is given afterwards is the one it uses (a GPU test checks this). Not cuDF: a worker
+#: imports it after it has registered, and importing it ahead made a first start slower
+GPU_WORKER_MODULES = (*WORKER_MODULES, "dask_cuda")
+#: what dask-cuda's cluster sets in the kernel's environment as it is made, before its nannies
+#: spawn (so that RAPIDS does not initialise CUDA before a worker's GPU is named): the
+#: interpreters launched ahead for it are launched with it (a GPU test checks they are taken)
+GPU_CLUSTER_ENVIRON = {"RAPIDS_NO_INITIALIZE": "True"}
 
 
 @contextlib.contextmanager
@@ -70,10 +78,12 @@ def launch(
     failure, so that a start that fails leaves no process behind. ``worker_caps``: dask-cuda's
     keywords that hold the workers within the kernel's share of a shared machine."""
     keywords = cluster_keywords(opts, devices, security, dashboard, worker_caps)
-    modules = [*WORKER_MODULES, *(["dask_cuda"] if devices else [])]
+    modules, environ = (
+        (GPU_WORKER_MODULES, GPU_CLUSTER_ENVIRON) if devices else (WORKER_MODULES, {})
+    )
     cluster = client = None
     # the workers' interpreters import while this one does (:mod:`.worker_spawn`)
-    with worker_spawn.ahead(keywords.get("n_workers") or 0, modules) as launched:
+    with worker_spawn.ahead(keywords.get("n_workers") or 0, modules, environ) as launched:
         try:
             if devices:
                 from dask_cuda import LocalCUDACluster as make

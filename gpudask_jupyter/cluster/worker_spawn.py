@@ -42,11 +42,11 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from multiprocessing import context as mp_context
 from multiprocessing import popen_spawn_posix, reduction, resource_tracker, spawn, util
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,28 @@ _COUNT = struct.Struct("!I")
 _inherited: list[int] = []  # in an interpreter launched ahead: the descriptors passed to it
 
 
+class Launch(NamedTuple):
+    """Everything a spawn's interpreter takes from the kernel at its launch."""
+
+    executable: str
+    flags: tuple[str, ...]  # the interpreter's own, as spawn passes them on
+    environ: dict[str, str]
+    path: tuple[str, ...]  # the module path, as spawn sends it
+    cwd: str
+    tracker: tuple[int, int]  # the resource tracker's descriptor and its inode
+
+
+#: how :func:`_differs` names each part of a :class:`Launch`
+_PART_NAMES = {
+    "executable": "executable",
+    "flags": "interpreter flags",
+    "environ": "environment",
+    "path": "module path",
+    "cwd": "directory",
+    "tracker": "resource tracker",
+}
+
+
 @dataclasses.dataclass
 class _Waiting:
     """One interpreter launched ahead, and what it was launched with."""
@@ -75,7 +97,7 @@ class _Waiting:
     pid: int
     sock: socket.socket  # the kernel's end: the process object goes through it
     sentinel: int  # readable once the interpreter has exited, as spawn's
-    launch: tuple[Any, ...]  # what :func:`_launch_key` said at its launch
+    launch: Launch
     reaped: bool = False  # its exit was collected: its pid may be another process's now
     ended: bool = False
 
@@ -273,13 +295,17 @@ class Ahead:
 
 
 @contextlib.contextmanager
-def ahead(count: int, modules: Sequence[str]) -> Iterator[Ahead]:
+def ahead(
+    count: int, modules: Sequence[str], environ: Mapping[str, str] | None = None
+) -> Iterator[Ahead]:
     """Launch ``count`` worker interpreters that import ``modules``; end those still waiting on
-    the way out (the start is over: its workers are spawned or it failed)."""
+    the way out (the start is over: its workers are spawned or it failed). ``environ``: what
+    the cluster class sets in the kernel's environment as it is made, before its nannies spawn
+    (dask-cuda's does), which their interpreters must be launched with too."""
     launched = Ahead([])
     try:
         if count > 0 and os.name == "posix" and _distributed_setting(METHOD) == "spawn":
-            launched = Ahead(_launch(count, modules), modules)
+            launched = Ahead(_launch(count, modules, environ or {}), modules)
     except Exception:  # only time is lost: the workers are spawned as before
         log.warning("could not launch worker interpreters ahead", exc_info=True)
     try:
@@ -325,43 +351,43 @@ def _distributed_defaults() -> dict[str, Any] | None:
     return dict(yaml.safe_load(Path(spec.origin).with_name("distributed.yaml").read_text()))
 
 
-def _launch_key() -> tuple[Any, ...]:
-    """Everything a spawn's interpreter takes from the kernel at its launch."""
+def _launch_key() -> Launch:
+    """What a spawn's interpreter would take from the kernel if launched now."""
     tracker = resource_tracker.getfd()
     if tracker is None:
         raise OSError("multiprocessing's resource tracker did not start")
-    return (
-        spawn.get_executable(),
-        tuple(util._args_from_interpreter_flags()),  # type: ignore[attr-defined]
-        dict(os.environ),
-        tuple(spawn.get_preparation_data("")["sys_path"]),  # "" as spawn resolves it
-        os.getcwd(),
-        (tracker, os.fstat(tracker).st_ino),  # a tracker started again may reuse the number
+    return Launch(
+        executable=spawn.get_executable(),
+        flags=tuple(util._args_from_interpreter_flags()),  # type: ignore[attr-defined]
+        environ=dict(os.environ),
+        path=tuple(spawn.get_preparation_data("")["sys_path"]),  # "" as spawn resolves it
+        cwd=os.getcwd(),
+        tracker=(tracker, os.fstat(tracker).st_ino),  # a tracker started again may reuse it
     )
 
 
-def _after(launch: tuple[Any, ...], made: dict[str, str | None]) -> tuple[Any, ...]:
+def _after(launch: Launch, made: dict[str, str | None]) -> Launch:
     """``launch`` with the environment its own imports left (dask-cuda, say, sets a variable
     for RAPIDS as it is imported: the kernel's import set it too, before the nanny spawns)."""
-    env = {**launch[2], **made}
-    return (*launch[:2], {k: v for k, v in env.items() if v is not None}, *launch[3:])
+    env = {**launch.environ, **made}
+    return launch._replace(environ={k: v for k, v in env.items() if v is not None})
 
 
-def _differs(then: tuple[Any, ...], now: tuple[Any, ...], modules: Sequence[str]) -> str:
+def _differs(then: Launch, now: Launch, modules: Sequence[str]) -> str:
     """What of a launch made ahead (``then``) a spawn would make differently ``now``: "" if
     nothing. The module path may have grown at its front (a scheduler or worker puts its
     scratch directory there) so long as nothing it adds holds a module imported ahead."""
-    names = ("executable", "interpreter flags", "environment", "module path", "directory")
-    for name, a, b in zip((*names, "resource tracker"), then, now, strict=True):
-        if name == "module path" and a != b:
-            added = b[: len(b) - len(a)]
-            if b[len(b) - len(a) :] != a or _shadows(added, modules):
-                return name
-        elif name == "environment" and a != b:
-            keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-            return f"{name} ({', '.join(keys)})"
-        elif a != b:
-            return name
+    if then.path != now.path:
+        kept = now.path[len(now.path) - len(then.path) :]
+        if kept != then.path or _shadows(now.path[: len(now.path) - len(then.path)], modules):
+            return _PART_NAMES["path"]
+    if then.environ != now.environ:
+        names = then.environ.keys() | now.environ.keys()
+        keys = sorted(k for k in names if then.environ.get(k) != now.environ.get(k))
+        return f"{_PART_NAMES['environ']} ({', '.join(keys)})"
+    for part in Launch._fields:
+        if getattr(then, part) != getattr(now, part) and part not in ("path", "environ"):
+            return _PART_NAMES[part]
     return ""
 
 
@@ -374,14 +400,14 @@ def _shadows(entries: Sequence[str], modules: Sequence[str]) -> bool:
     )
 
 
-def _launch(count: int, modules: Sequence[str]) -> list[_Waiting]:
-    add = spawn_environ()
+def _launch(count: int, modules: Sequence[str], environ: Mapping[str, str]) -> list[_Waiting]:
+    add = {**environ, **spawn_environ()}
     saved = {k: os.environ.get(k) for k in add}
-    os.environ.update(add)  # as the nanny will, for as long as the launches take
+    os.environ.update(add)  # as the cluster and the nanny will, for as long as the launches take
     launched: list[_Waiting] = []
     try:
         key = _launch_key()
-        if not all(isinstance(entry, str) for entry in key[3]):
+        if not all(isinstance(entry, str) for entry in key.path):
             log.debug("the module path holds more than names: the workers are spawned")
             return []
         for _ in range(count):
@@ -399,8 +425,8 @@ def _launch(count: int, modules: Sequence[str]) -> list[_Waiting]:
                 os.environ[k] = v
 
 
-def _launch_one(key: tuple[Any, ...], modules: Sequence[str]) -> _Waiting:
-    exe, flags, _, path, _, (tracker_fd, _) = key
+def _launch_one(key: Launch, modules: Sequence[str]) -> _Waiting:
+    exe, path, tracker_fd = key.executable, key.path, key.tracker[0]
     ours, theirs = socket.socketpair()
     theirs.setblocking(True)  # whatever default timeout the kernel set: spawn's pipes block
     sentinel, child_w = os.pipe()
@@ -410,8 +436,8 @@ def _launch_one(key: tuple[Any, ...], modules: Sequence[str]) -> _Waiting:
             f"from {__name__} import child_main; "
             f"child_main({theirs.fileno()}, {tracker_fd}, {list(modules)!r})"
         )
-        argv = [exe, *flags, "-c", code, "--multiprocessing-fork"]
-        pid = util.spawnv_passfds(exe, argv, [tracker_fd, theirs.fileno(), child_w])  # type: ignore[attr-defined]
+        argv = [exe, *key.flags, "-c", code, "--multiprocessing-fork"]
+        pid = util.spawnv_passfds(exe, argv, [tracker_fd, theirs.fileno(), child_w])  # type: ignore[attr-defined,arg-type]
     except BaseException:
         ours.close()
         os.close(sentinel)

@@ -8,7 +8,7 @@ import pytest
 from IPython.core.error import UsageError
 from support import spawned_workers, wait_gone
 
-from gpudask_jupyter.cluster import gpus, session
+from gpudask_jupyter.cluster import connect, gpus, session
 from gpudask_jupyter.machine import nvml
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
@@ -186,8 +186,10 @@ def test_a_first_start_runs_gpu_workers_in_interpreters_launched_ahead() -> None
     import sys
 
     devices = _usable()
+    # a fresh kernel's environment: an earlier cluster of this process set dask-cuda's variable
+    fresh = {k: v for k, v in os.environ.items() if k not in connect.GPU_CLUSTER_ENVIRON}
     out = subprocess.run(
-        [sys.executable, "-c", FIRST_START], capture_output=True, text=True, timeout=240
+        [sys.executable, "-c", FIRST_START], capture_output=True, text=True, timeout=240, env=fresh
     )
     assert out.returncode == 0, out.stderr[-3000:]
     seen = json.loads(out.stdout.strip().splitlines()[-1])
@@ -197,3 +199,44 @@ def test_a_first_start_runs_gpu_workers_in_interpreters_launched_ahead() -> None
     firsts = [w["cvd"].split(",")[0] for w in seen]
     assert sorted(firsts) == sorted(by_index)  # every GPU once
     assert len({w["pci"] for w in seen}) == len(devices)
+
+
+HIDDEN_AFTER = """
+import importlib, json, os, sys
+os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+import cupy
+if sys.argv[1] == "touch":
+    cupy.cuda.runtime.getDeviceCount()  # the control: CUDA initialised before the GPU is named
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+os.environ["CUDA_VISIBLE_DEVICES"] = ""  # as a worker's GPU is named: after the imports
+try:
+    seen = cupy.cuda.runtime.getDeviceCount()
+except cupy.cuda.runtime.CUDARuntimeError:
+    seen = 0
+print(json.dumps({"seen": seen, "imported": [n for n in sys.argv[2:] if n in sys.modules]}))
+"""
+
+
+def test_what_a_gpu_worker_imports_ahead_leaves_its_gpu_to_be_named() -> None:
+    """An interpreter launched ahead imports before its nanny names its GPU in
+    CUDA_VISIBLE_DEVICES, which CUDA reads once, as it initialises: none of those imports may
+    initialise it. Naming no GPU after them leaves the interpreter none; the control, a CUDA
+    call before the naming, keeps every GPU, so the check can see an early initialisation."""
+    import json
+    import subprocess
+    import sys
+
+    def seen(how: str, *modules: str) -> dict[str, object]:
+        out = subprocess.run(
+            [sys.executable, "-c", HIDDEN_AFTER, how, *modules],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+        return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+    ahead = seen("imports", *connect.GPU_WORKER_MODULES)
+    assert ahead == {"seen": 0, "imported": list(connect.GPU_WORKER_MODULES)}
+    assert seen("touch")["seen"] >= 1
