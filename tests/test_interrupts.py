@@ -207,3 +207,44 @@ def test_ctrl_c_during_a_transfer_leaves_no_key_and_no_segment(
     reply = run(kc, GATHER)  # the next transfer works
     assert reply["status"] == "ok", reply["output"]
     _nothing_left(km, kc, runtime_dir, set(_listening(pid)))
+
+
+def _panel_answer(kc: Any, kind: str) -> dict[str, Any]:
+    """The next message of ``kind`` a panel sends over its comm."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        msg = kc.get_iopub_msg(timeout=60)
+        data = msg["content"].get("data", {}) if msg["msg_type"] == "comm_msg" else {}
+        if data.get("method") == "custom" and data["content"].get("type") == kind:
+            return dict(data["content"])
+    raise AssertionError(f"no {kind}")
+
+
+@pytest.mark.parametrize("delay", [0.2, 1.0])
+def test_ctrl_c_during_a_start_from_the_panels_button(
+    kernel: Any, runtime_dir: Path, delay: float
+) -> None:
+    """A button runs its magic as a message on the main shell, which Ctrl-C interrupts as it
+    does a cell: the view is answered (the start interrupted, in words), nothing is left, and
+    the next start works."""
+    from test_panel_kernel import _send_custom
+
+    km, kc = kernel
+    reply = run(
+        kc,
+        "import gpudask_jupyter\npanel = gpudask_jupyter.Panel()\n"
+        "print('COMM', panel.comm.comm_id)",
+    )
+    comm_id = reply["output"].split("COMM ")[1].split()[0]
+    ports = _listening(km.provisioner.process.pid)
+    _send_custom(kc, comm_id, {"type": "control", "id": 1, "action": "start", "n": 2})
+    _panel_answer(kc, "control-started")
+    time.sleep(delay)
+    km.interrupt_kernel()
+    result = _panel_answer(kc, "control-result")
+    assert result["ok"] is False and "interrupted" in result["text"], result
+    _nothing_left(km, kc, runtime_dir, ports)
+    reply = run(kc, f"client = {START}\nprint(len(client.scheduler_info()['workers']))")
+    assert reply["status"] == "ok", reply["output"]
+    assert reply["output"].split()[-1] == "2"
+    _nothing_left(km, kc, runtime_dir, ports)

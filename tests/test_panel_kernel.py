@@ -269,24 +269,22 @@ def test_a_displayed_panel_draws_the_work_of_the_cells_queued_after_it(kernel) -
     assert any(t["prefix"] == "work" for f in frames for t in f["tasks"])
 
 
+@pytest.mark.parametrize("routed", [True, False], ids=["routed", "without-routing"])
 def test_a_button_sent_over_a_subshell_runs_after_the_cell_and_takes_none_of_its_output(
-    kernel,
+    kernel, routed: bool
 ) -> None:
-    """JupyterLab 4.6 sends a widget's messages to a kernel subshell, whose thread handles them
+    """JupyterLab 4.6 sends a widget's messages by a kernel subshell, whose thread handles them
     while a cell runs. A button runs the magic a cell may be running too, capturing what it
-    prints: it must wait for the cell, as on the main shell, and every line the cell prints
-    must reach the cell."""
+    prints: it must wait for the cell, and every line the cell prints must reach the cell. The
+    panel routes it to the main shell; a kernel that cannot route hands it to the subshell's
+    thread, and the panel moves it to the main thread."""
     _, kc = kernel
-    reply = run(
-        kc,
-        "import gpudask_jupyter\npanel = gpudask_jupyter.Panel()\n"
-        "print('COMM', panel.comm.comm_id)",
-    )
+    code = "import gpudask_jupyter\npanel = gpudask_jupyter.Panel()\n"
+    if not routed:  # as a kernel without ipykernel 7.4's routing: the subshell's thread has it
+        code += "panel.comm._reply_subshell_for = lambda data, sent_to: sent_to\n"
+    reply = run(kc, code + "print('COMM', panel.comm.comm_id)")
     comm_id = reply["output"].split("COMM ")[1].split()[0]
-    kc.control_channel.send(kc.session.msg("create_subshell_request", {}))
-    made = kc.control_channel.get_msg(timeout=30)
-    assert made["content"].get("status") == "ok", made["content"]
-    subshell = made["content"]["subshell_id"]
+    subshell = _subshell(kc, "create_subshell_request")["subshell_id"]
 
     cell = kc.execute("import time\nfor i in range(30):\n    print('tick', i)\n    time.sleep(0.1)")
     time.sleep(1.0)  # the cell is printing
@@ -296,7 +294,7 @@ def test_a_button_sent_over_a_subshell_runs_after_the_cell_and_takes_none_of_its
             "comm_id": comm_id,
             "data": {
                 "method": "custom",
-                "content": {"type": "control", "id": "7", "action": "scale", "n": 2},
+                "content": {"type": "control", "id": 7, "action": "scale", "n": 2},
             },
         },
     )
@@ -309,18 +307,24 @@ def test_a_button_sent_over_a_subshell_runs_after_the_cell_and_takes_none_of_its
         assert time.monotonic() < deadline, order
         got = kc.get_iopub_msg(timeout=60)
         content = got["content"]
-        if got["parent_header"].get("msg_id") == cell:
+        parent = got["parent_header"].get("msg_id")
+        if parent == cell:
             if got["msg_type"] == "stream":
                 printed += content["text"]
             elif got["msg_type"] == "status" and content["execution_state"] == "idle":
                 order.append("cell done")
+        elif parent == msg["header"]["msg_id"] and got["msg_type"] == "status":
+            if content["execution_state"] == "busy":
+                order.append("busy with the button")
         elif got["msg_type"] == "comm_msg" and content.get("comm_id") == comm_id:
             data = content["data"].get("content", {})
-            if data.get("id") == "7":
+            if data.get("id") == 7:
                 order.append(data["type"])
                 result = data
     assert printed.split() == [w for i in range(30) for w in ("tick", str(i))], printed
-    assert order == ["cell done", "control-started", "control-result"], order
+    # the main shell takes the button after the cell; a subshell at once, and hands it over
+    taken = ["cell done", "busy with the button"]
+    assert order == [*(taken if routed else taken[::-1]), "control-started", "control-result"]
     assert result["ok"] is False and "has no cluster" in result["text"], result
 
 

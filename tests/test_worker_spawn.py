@@ -236,6 +236,12 @@ def test_what_differs_is_named(tmp_path: Path) -> None:
     assert worker_spawn._differs(key, env, []) == "environment (OMP_NUM_THREADS)"
     moved = key._replace(cwd=str(tmp_path))
     assert worker_spawn._differs(key, moved, []) == "directory"
+    other = {"executable": "/usr/bin/python9", "flags": ("-X", "dev"), "tracker": (-1, 0)}
+    for part, value in other.items():
+        named = worker_spawn._differs(key, key._replace(**{part: value}), [])
+        assert named == {"flags": "interpreter flags", "tracker": "resource tracker"}.get(
+            part, part
+        )
 
 
 WORKERS_OF_A_KERNEL = """

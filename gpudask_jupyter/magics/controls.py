@@ -34,7 +34,16 @@ _PROGRESS = ("Starting the Dask cluster",)  # what the magic prints while it wor
 
 def run(action: str, n: int | None = None) -> ActionResult:
     """Run ``%gpu_cluster <action>`` in this kernel's IPython and say how it went. ``n``: the
-    number of workers (``scale``, required; ``start``, optional)."""
+    number of workers (``scale``, required; ``start``, optional). Never raises: a view waits
+    for the answer, which must always come."""
+    try:
+        return _run(action, n)
+    except Exception as err:
+        log.warning("the control %r failed", action, exc_info=True)
+        return _result(False, str(action), f"{type(err).__name__}: {err}")
+
+
+def _run(action: str, n: int | None) -> ActionResult:
     refusal = _refusal(action, n)
     if refusal:
         return _result(False, action, refusal)
@@ -53,12 +62,7 @@ def run(action: str, n: int | None = None) -> ActionResult:
 
 def run_json(action: str, n: int | None = None) -> None:
     """:func:`run`, printed as one line ``GPUDASK_CONTROL_RESULT <json>`` for the sidebar."""
-    try:
-        result = run(action, n)
-    except Exception as err:  # the sidebar waits for the line: it must always come
-        log.debug("the control %r failed", action, exc_info=True)
-        result = _result(False, str(action), f"{type(err).__name__}: {err}")
-    print(RESULT_PREFIX + json.dumps(result), flush=True)
+    print(RESULT_PREFIX + json.dumps(run(action, n)), flush=True)
 
 
 def _refusal(action: str, n: int | None) -> str:
@@ -109,6 +113,8 @@ def _run_magic(shell: Any, action: str, line: str) -> ActionResult:
             shell.run_line_magic("gpu_cluster", line)
         except (UsageError, GpuDaskError) as err:
             error = str(err)
+        except KeyboardInterrupt as err:  # Ctrl-C: there is no cell to fail, the view is told
+            error = str(err) or f"%gpu_cluster {action} interrupted."
         except Exception as err:
             log.warning("%%gpu_cluster %s failed", line, exc_info=True)
             error = f"{type(err).__name__}: {err}"

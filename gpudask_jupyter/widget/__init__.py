@@ -38,7 +38,7 @@ from ..schema.protocol import (
     FrameMessage,
     KernelMessage,
 )
-from .routing import on_main_thread, route_to_sender
+from .routing import on_main_thread, route
 from .shared_monitor import KEY, kernel_monitor, stop_kernel_monitor
 from .snapshot import snapshot_text
 
@@ -89,7 +89,7 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         lifecycle.on_unload(close_all, lifecycle.VIEWS)
         self._monitor = kernel_monitor()
         self.on_msg(self._on_message)
-        route_to_sender(self.comm)
+        route(self.comm)
         _panels.add(self)
 
     @traitlets.validate("interval")

@@ -1,18 +1,18 @@
-"""Where a view's messages to its panel are handled: on which of the kernel's shells, and which
-thread runs a button.
+"""Where a view's messages to its panel are handled: on which of the kernel's shells.
 
 JupyterLab 4.6 sends a widget's messages by a kernel subshell (one per comm target), whose
 thread handles them even while a cell runs. ipykernel 7.4 then routes each message to a comm to
 the subshell of the last message the comm published under: once a hello came by a page's
-subshell, every later message goes there, a reloaded page's too, and when that page's subshell
-is deleted the kernel drops them all ("Unknown subshell_id"), so the new page's view never gets
-its snapshot. A panel's messages are never replies a cell waits for, so :func:`route_to_sender`
-sends each where its front end sent it, as kernels without that routing do.
+subshell, every later message went there, a reloaded page's too, and when that page's subshell
+was deleted the kernel dropped them all ("Unknown subshell_id"), so the new page's view never got
+its snapshot. So :func:`route` sends a hello or bye where its front end sent it, and a button to
+the main shell: a button runs the ``%gpu_cluster`` magic, which a cell may be running, and
+captures what it prints, which would take a running cell's output too. On the main shell it runs
+as in a front end without subshells: after the running cell and the cells queued before it,
+with the kernel busy meanwhile and Ctrl-C able to interrupt it.
 
-A button runs the ``%gpu_cluster`` magic, which a cell may be running at the same time, and
-captures what the magic prints, which would take the running cell's output as well:
-:func:`on_main_thread` runs it on the kernel's main thread, after the cell, as comm messages
-run where the front end uses no subshell.
+Where a kernel hands a button to another thread without that routing (subshells, but no route
+to choose), :func:`on_main_thread` moves it to the kernel's main event loop instead.
 """
 
 from __future__ import annotations
@@ -25,20 +25,29 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-def route_to_sender(comm: Any) -> None:
-    """Have the kernel hand ``comm``'s incoming messages to the shell they were sent to (a comm
-    without ipykernel's reply routing is left as it is)."""
-    if comm is not None and callable(getattr(comm, "_reply_subshell_for", None)):
-        comm._reply_subshell_for = _as_sent
+def route(comm: Any) -> None:
+    """Have the kernel hand ``comm``'s buttons to the main shell and its other messages to the
+    shell they were sent to (a comm without ipykernel's routing is left as it is)."""
+    routed = getattr(comm, "_reply_subshell_for", None)
+    if comm is None or not callable(routed):
+        return
+
+    def shell_for(data: Any, sent_to: str | None) -> str | None:
+        routed(data, sent_to)  # ipykernel's own bookkeeping of the replies it routes
+        return None if is_control(data) else sent_to
+
+    comm._reply_subshell_for = shell_for
 
 
-def _as_sent(data: Any, sent_to: str | None) -> str | None:
-    return sent_to
+def is_control(data: Any) -> bool:
+    """Whether a comm message's data is a view's button (an anywidget custom message)."""
+    content = data.get("content") if isinstance(data, dict) else None
+    return isinstance(content, dict) and content.get("type") == "control"
 
 
 def on_main_thread(run: Callable[..., None], *args: Any) -> None:
     """Call ``run(*args)`` now if this is the main thread, else on the kernel's main event loop,
-    once the cell running there ends; where there is no kernel loop, now."""
+    once the main thread is free; where there is no kernel loop, now."""
     if threading.current_thread() is threading.main_thread():
         run(*args)
         return

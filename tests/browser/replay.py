@@ -111,7 +111,7 @@ def replay_widget(path: str | None = None, interval: float = 0.25, lose: bool = 
     import traitlets
 
     from gpudask_jupyter.widget import STATIC
-    from gpudask_jupyter.widget.routing import route_to_sender
+    from gpudask_jupyter.widget.routing import route
 
     class ReplayPanel(anywidget.AnyWidget):  # type: ignore[misc]
         _esm = traitlets.Unicode(STATIC.read_text()).tag(sync=True)
@@ -153,6 +153,6 @@ def replay_widget(path: str | None = None, interval: float = 0.25, lose: bool = 
                 send(False)
 
     panel.on_msg(on_message)
-    route_to_sender(panel.comm)  # as the package's panel
+    route(panel.comm)  # as the package's panel
     threading.Thread(target=loop, daemon=True, name="gpudask-replay").start()
     return panel
