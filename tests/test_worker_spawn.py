@@ -304,9 +304,9 @@ def test_an_interpreter_whose_kernel_died_exits() -> None:
 def test_what_its_own_imports_set_counts_as_set_at_launch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An import that sets a variable (dask-cuda sets one for RAPIDS) sets it in the kernel too,
-    before the nanny spawns: the interpreter that made the same import is still taken; one whose
-    imports set something else is not."""
+    """An import that sets a variable sets it in the kernel too, before the nanny spawns: the
+    interpreter that made the same import is still taken; one whose imports set something else
+    is not."""
     (tmp_path / "sets_a_variable.py").write_text(
         "import os\nos.environ['GPUDASK_TEST_IMPORTED'] = 'yes'\n"
     )

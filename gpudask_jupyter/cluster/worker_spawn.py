@@ -8,8 +8,9 @@ first (:func:`ahead`), exactly as spawn would launch them (executable, interpret
 environment, module path, working directory, resource tracker), and they import while the
 kernel imports. When a nanny then starts its worker process, it takes a waiting interpreter
 launched as a spawn would be launched at that moment (:meth:`Ahead.offered`), or spawns as
-before. What the interpreter's own imports set in its environment counts as set at launch:
-dask-cuda sets a variable for RAPIDS as it is imported, and the kernel's same import set it too.
+before. What the interpreter's own imports set in its environment counts as set at launch (the
+kernel's same imports set it too); what the cluster class sets in the kernel's environment as it
+is made (dask-cuda's, a variable for RAPIDS) is set for the launch (:func:`ahead`'s ``environ``).
 The process object goes to it as spawn sends it; the file descriptors it needs, which did not
 exist at its launch, go over a Unix socket, as multiprocessing's forkserver passes them.
 Each interpreter moves to a process group of its own at once (a Ctrl-C in the cell must not
@@ -367,8 +368,8 @@ def _launch_key() -> Launch:
 
 
 def _after(launch: Launch, made: dict[str, str | None]) -> Launch:
-    """``launch`` with the environment its own imports left (dask-cuda, say, sets a variable
-    for RAPIDS as it is imported: the kernel's import set it too, before the nanny spawns)."""
+    """``launch`` with the environment its own imports left (the kernel's same imports set it
+    too, before the nanny spawns)."""
     env = {**launch.environ, **made}
     return launch._replace(environ={k: v for k, v in env.items() if v is not None})
 
