@@ -227,15 +227,10 @@ def test_ctrl_c_during_a_start_from_the_panels_button(
     """A button runs its magic as a message on the main shell, which Ctrl-C interrupts as it
     does a cell: the view is answered (the start interrupted, in words), nothing is left, and
     the next start works."""
-    from test_panel_kernel import _send_custom
+    from test_panel_kernel import _new_panel, _send_custom
 
     km, kc = kernel
-    reply = run(
-        kc,
-        "import gpudask_jupyter\npanel = gpudask_jupyter.Panel()\n"
-        "print('COMM', panel.comm.comm_id)",
-    )
-    comm_id = reply["output"].split("COMM ")[1].split()[0]
+    comm_id = _new_panel(kc)
     ports = _listening(km.provisioner.process.pid)
     _send_custom(kc, comm_id, {"type": "control", "id": 1, "action": "start", "n": 2})
     _panel_answer(kc, "control-started")

@@ -19,6 +19,13 @@ pytestmark = [
 ]
 
 
+def _new_panel(kc: Any, code: str = "panel = gpudask_jupyter.Panel()") -> str:
+    """Run ``code``, which makes ``panel``, in the kernel; the panel's comm id."""
+    reply = run(kc, f"import gpudask_jupyter\n{code}\nprint('COMM', panel.comm.comm_id)")
+    assert reply["status"] == "ok", reply["output"]
+    return str(reply["output"].split("COMM ")[1].split()[0])
+
+
 def _send_custom(kc: Any, comm_id: str, content: dict[str, Any]) -> None:
     msg = kc.session.msg(
         "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": content}}
@@ -177,12 +184,7 @@ def _control(kc: Any, comm_id: str, ident: str, action: str, **extra: Any) -> di
 
 def test_the_panels_buttons_run_in_the_kernel_and_answer_in_words(kernel) -> None:
     _, kc = kernel
-    reply = run(
-        kc,
-        "import gpudask_jupyter\npanel = gpudask_jupyter.Panel()\n"
-        "print('COMM', panel.comm.comm_id)",
-    )
-    comm_id = reply["output"].split("COMM ")[1].split()[0]
+    comm_id = _new_panel(kc)
     started = _control(kc, comm_id, "1", "start", n=1)
     assert started["ok"] is True, started
     assert started["text"].startswith("Started a CPU cluster: 1 worker, scheduler ")
@@ -279,11 +281,10 @@ def test_a_button_sent_over_a_subshell_runs_after_the_cell_and_takes_none_of_its
     panel routes it to the main shell; a kernel that cannot route hands it to the subshell's
     thread, and the panel moves it to the main thread."""
     _, kc = kernel
-    code = "import gpudask_jupyter\npanel = gpudask_jupyter.Panel()\n"
+    code = "panel = gpudask_jupyter.Panel()"
     if not routed:  # as a kernel without ipykernel 7.4's routing: the subshell's thread has it
-        code += "panel.comm._reply_subshell_for = lambda data, sent_to: sent_to\n"
-    reply = run(kc, code + "print('COMM', panel.comm.comm_id)")
-    comm_id = reply["output"].split("COMM ")[1].split()[0]
+        code += "\npanel.comm._reply_subshell_for = lambda data, sent_to: sent_to"
+    comm_id = _new_panel(kc, code)
     subshell = _subshell(kc, "create_subshell_request")["subshell_id"]
 
     cell = kc.execute("import time\nfor i in range(30):\n    print('tick', i)\n    time.sleep(0.1)")
@@ -353,12 +354,7 @@ def test_a_reloaded_pages_hello_is_heard_after_the_old_pages_subshell_is_gone(ke
     deleted; the new page's view says hello by another: it gets its snapshot (ipykernel would
     route it to the deleted subshell, where the comm last answered, and drop it)."""
     _, kc = kernel
-    reply = run(
-        kc,
-        "import gpudask_jupyter\npanel = gpudask_jupyter.Panel(interval=0.25)\n"
-        "print('COMM', panel.comm.comm_id)",
-    )
-    comm_id = reply["output"].split("COMM ")[1].split()[0]
+    comm_id = _new_panel(kc, "panel = gpudask_jupyter.Panel(interval=0.25)")
     old = _subshell(kc, "create_subshell_request")["subshell_id"]
     _hello_by(kc, comm_id, "old page", old)
     frames = _frames(kc, comm_id, time.monotonic() + 2)
