@@ -25,6 +25,12 @@ from IPython.core.interactiveshell import InteractiveShell
 ip = InteractiveShell.instance()
 ip.run_line_magic("load_ext", "gpudask_jupyter")
 assert "distributed" not in sys.modules
+from gpudask_jupyter.cluster import worker_spawn
+launches, _launch = [], worker_spawn._launch
+def noting(*args):
+    launches.append(sorted(m for m in ("distributed", "cryptography") if m in sys.modules))
+    return _launch(*args)
+worker_spawn._launch = noting
 ip.run_line_magic("gpu_cluster", "start --n-workers 2 --memory-limit 1GB --oversubscribe")
 from distributed import default_client
 client = default_client()
@@ -54,6 +60,7 @@ ip.run_line_magic("gpu_cluster", "stop")
 left = [p.pid for p in psutil.Process().children(recursive=True)
         if "child_main" in " ".join(p.cmdline())]
 print(json.dumps({"first": first, "again": again, "total": total, "kernel": os.getpid(),
+                  "imported_at_launch": launches[0],
                   "left": left, "fds": [fds, len(os.listdir("/proc/self/fd"))]}))
 """
 
@@ -62,7 +69,9 @@ def test_a_first_start_runs_its_workers_in_the_interpreters_launched_ahead(
     tmp_path: Path,
 ) -> None:
     """In a fresh interpreter, as in a fresh kernel; the user's own ``pre-spawn-environ`` (a
-    dask config file) must reach the interpreters launched ahead as it reaches spawned ones."""
+    dask config file) must reach the interpreters launched ahead as it reaches spawned ones.
+    They are launched before the kernel imports distributed (or the certificates' library), so
+    that their imports overlap the kernel's from the first."""
     (tmp_path / "nanny.yaml").write_text(
         "distributed:\n  nanny:\n    pre-spawn-environ:\n      GPUDASK_TEST_PRE_SPAWN: 3\n"
     )
@@ -80,6 +89,7 @@ def test_a_first_start_runs_its_workers_in_the_interpreters_launched_ahead(
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     first, again = seen["first"], seen["again"]
     assert [f["launched_ahead"] for f in first] == [True, True], out.stderr[-3000:]
+    assert seen["imported_at_launch"] == []
     assert {f["parent"] for f in first} == {seen["kernel"]}  # the kernel's children
     assert all(f["pgid"] == f["pid"] for f in first)  # out of the kernel's process group
     assert seen["total"] == 45

@@ -20,7 +20,7 @@ from ..errors import ClusterError
 from ..machine import nvml
 from ..text.units import format_seconds
 from . import handshake, worker_spawn
-from .options import WORKER_PRELOAD, StartOptions, cluster_keywords
+from .options import WORKER_PRELOAD, StartOptions, cluster_keywords, worker_count
 from .target import AttachTarget
 
 log = logging.getLogger(__name__)
@@ -31,10 +31,11 @@ log = logging.getLogger(__name__)
 HEALTH_ONLY = ["distributed.http.health"]
 #: what a worker interpreter launched ahead imports: a nanny's worker and its preload
 WORKER_MODULES = ("distributed.nanny", WORKER_PRELOAD)
-#: and for a GPU worker, dask-cuda, which does not initialise CUDA as it is imported, so the GPU
-#: a worker is given afterwards is the one it uses (a GPU test checks this). Not cuDF: a worker
-#: imports it after it has registered, and importing it ahead made a first start slower
-GPU_WORKER_MODULES = (*WORKER_MODULES, "dask_cuda")
+#: and for a GPU worker, dask-cuda and cuDF (where installed), which a GPU worker imports as it
+#: starts, before it registers (dask-cuda's cuDF plugin): seconds on its path otherwise. Neither
+#: initialises CUDA as it is imported under dask-cuda's variable below, so the GPU a worker is
+#: given afterwards is the one it uses (a GPU test checks this)
+GPU_WORKER_MODULES = (*WORKER_MODULES, "dask_cuda", "cudf")
 #: what dask-cuda's cluster sets in the kernel's environment as it is made, before its nannies
 #: spawn (so that RAPIDS does not initialise CUDA before a worker's GPU is named): the
 #: interpreters launched ahead for it are launched with it (a GPU test checks they are taken)
@@ -67,40 +68,51 @@ def prune_registry() -> None:
         log.debug("pruning the registry failed", exc_info=True)
 
 
+@contextlib.contextmanager
+def workers_ahead(
+    opts: StartOptions, devices: list[nvml.Device], environ: dict[str, str]
+) -> Iterator[worker_spawn.Ahead]:
+    """The workers' interpreters of a start, launched as it begins, before this kernel imports
+    distributed: they make their imports while it makes its own (:mod:`.worker_spawn`).
+    ``environ``: what the start sets in the kernel's environment before the cluster is made
+    (the cluster class's own is added here)."""
+    modules, made = (GPU_WORKER_MODULES, GPU_CLUSTER_ENVIRON) if devices else (WORKER_MODULES, {})
+    count = worker_count(opts, devices) or 0
+    with worker_spawn.ahead(count, modules, {**made, **environ}) as launched:
+        yield launched
+
+
 def launch(
     opts: StartOptions,
     devices: list[nvml.Device],
     security: Any,
     dashboard: str | None,
+    launched: worker_spawn.Ahead,
     worker_caps: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
     """Start the cluster and its default client, and wait for every worker; close both on any
-    failure, so that a start that fails leaves no process behind. ``worker_caps``: dask-cuda's
+    failure, so that a start that fails leaves no process behind. ``launched``: its workers'
+    interpreters (:func:`workers_ahead`), offered to its nannies. ``worker_caps``: dask-cuda's
     keywords that hold the workers within the kernel's share of a shared machine."""
     keywords = cluster_keywords(opts, devices, security, dashboard, worker_caps)
-    modules, environ = (
-        (GPU_WORKER_MODULES, GPU_CLUSTER_ENVIRON) if devices else (WORKER_MODULES, {})
-    )
     cluster = client = None
-    # the workers' interpreters import while this one does (:mod:`.worker_spawn`)
-    with worker_spawn.ahead(keywords.get("n_workers") or 0, modules, environ) as launched:
-        try:
-            if devices:
-                from dask_cuda import LocalCUDACluster as make
-            else:
-                from distributed import LocalCluster as make
-            with http_routes(dashboard is not None), launched.offered():
-                cluster = make(**keywords)
-            from distributed import Client
+    try:
+        if devices:
+            from dask_cuda import LocalCUDACluster as make
+        else:
+            from distributed import LocalCluster as make
+        with http_routes(dashboard is not None), launched.offered():
+            cluster = make(**keywords)
+        from distributed import Client
 
-            client = Client(cluster, security=security, set_as_default=True)
-            client.wait_for_workers(len(cluster.worker_spec), timeout=opts.startup_timeout())
-        except Exception as err:
-            for closable in (client, cluster):
-                if closable is not None:
-                    close_quietly(closable)
-            raise ClusterError(f"The cluster did not start: {type(err).__name__}: {err}") from err
-        log.debug("%d of the workers took an interpreter launched ahead", launched.taken)
+        client = Client(cluster, security=security, set_as_default=True)
+        client.wait_for_workers(len(cluster.worker_spec), timeout=opts.startup_timeout())
+    except Exception as err:
+        for closable in (client, cluster):
+            if closable is not None:
+                close_quietly(closable)
+        raise ClusterError(f"The cluster did not start: {type(err).__name__}: {err}") from err
+    log.debug("%d of the workers took an interpreter launched ahead", launched.taken)
     return client, cluster
 
 

@@ -72,6 +72,18 @@ def path() -> Path | None:
     return _path
 
 
+def _target(kernel: str) -> Path:
+    from ..registry import runtime_dir
+
+    return runtime_dir() / "gpudask-logs" / f"{kernel}.log"
+
+
+def worker_environ(kernel: str) -> dict[str, str]:
+    """What :func:`route` sets in the kernel's environment for the worker processes started
+    after it (known before it runs: worker interpreters launched ahead get it too)."""
+    return {WORKER_LOG: str(_target(kernel))}
+
+
 def route(kernel: str) -> Path:
     """Send Dask's records (in this process, and in the worker processes started from now on)
     to the kernel's log file instead of the cells. Idempotent."""
@@ -81,12 +93,10 @@ def route(kernel: str) -> Path:
     with _lock:
         if _file is not None and _path is not None:
             return _path
-        from ..registry import runtime_dir
-
-        folder = runtime_dir() / "gpudask-logs"
+        target = _target(kernel)
+        folder = target.parent
         folder.mkdir(mode=0o700, exist_ok=True)
         os.chmod(folder, 0o700)
-        target = folder / f"{kernel}.log"
         descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.close(descriptor)
         handler = logging.FileHandler(target, encoding="utf-8", delay=True)

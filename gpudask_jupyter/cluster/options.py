@@ -258,6 +258,12 @@ def worker_resources(opts: StartOptions, gpu: bool) -> dict[str, float]:
     return {**(GPU_RESOURCES if gpu else {}), **(opts.resources or {})}
 
 
+def worker_count(opts: StartOptions, devices: list[nvml.Device]) -> int | None:
+    """How many workers a start makes: one per GPU; on the CPU ``--n-workers`` (None: the
+    library's default)."""
+    return len(devices) if devices else opts.n_workers
+
+
 def cluster_keywords(
     opts: StartOptions,
     devices: list[nvml.Device],
@@ -286,12 +292,14 @@ def cluster_keywords(
         keywords["resources"] = resources
     if not devices:
         keywords.update(
-            n_workers=opts.n_workers, threads_per_worker=opts.threads_per_worker, processes=True
+            n_workers=worker_count(opts, devices),
+            threads_per_worker=opts.threads_per_worker,
+            processes=True,
         )
         return keywords
     keywords.update(
         CUDA_VISIBLE_DEVICES=[gpus.identifier(d) for d in devices],
-        n_workers=len(devices),
+        n_workers=worker_count(opts, devices),
         threads_per_worker=opts.threads_per_worker or 1,
         rmm_async=opts.rmm_async,
     )

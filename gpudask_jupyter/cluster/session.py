@@ -42,6 +42,7 @@ from .connect import (
     launch,
     prune_registry,
     wait_for_count,
+    workers_ahead,
 )
 from .gpu_bindings import GpuBindings
 from .join import QUICK_RETIRE, JoinedWorkers, Retirement, worker_name
@@ -108,18 +109,20 @@ class ClusterSession:
         opts, access = plan.opts, plan.access
         prune_registry()
         kernel = kernel_id()
-        logs.route(kernel)  # the scheduler, nannies and workers log to a file, not to a cell
-        tls_security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
-        guard = IpyMainGuard()
-        guard.hold()
-        try:
-            client, cluster = launch(
-                opts, plan.devices, tls_security, access.dashboard, plan.worker_caps
-            )
-        except BaseException:
-            guard.release()
-            registry.remove(kernel)  # the TLS files written for it
-            raise
+        # first of all: the workers' interpreters import while this kernel does
+        with workers_ahead(opts, plan.devices, logs.worker_environ(kernel)) as launched:
+            logs.route(kernel)  # the scheduler, nannies and workers log to a file, not a cell
+            tls_security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
+            guard = IpyMainGuard()
+            guard.hold()
+            try:
+                client, cluster = launch(
+                    opts, plan.devices, tls_security, access.dashboard, launched, plan.worker_caps
+                )
+            except BaseException:
+                guard.release()
+                registry.remove(kernel)  # the TLS files written for it
+                raise
         session = cls(client, cluster, plan.devices, plan.reason, tls_files, access)
         session.main_guard = guard
         session.room = plan.room

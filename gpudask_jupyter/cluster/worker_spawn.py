@@ -1,16 +1,17 @@
 """Worker interpreters launched ahead of their nannies, so that a first start's imports overlap.
 
 A nanny starts its worker with multiprocessing's *spawn*: a fresh interpreter that imports
-distributed (and dask-cuda) once the nanny exists, and in a fresh kernel the nanny exists only
-after the kernel has made the same imports. One after the other, the two are most of a first
-start in Run All (seconds on a GPU machine). So a start launches its workers' interpreters
-first (:func:`ahead`), exactly as spawn would launch them (executable, interpreter flags,
-environment, module path, working directory, resource tracker), and they import while the
-kernel imports. When a nanny then starts its worker process, it takes a waiting interpreter
-launched as a spawn would be launched at that moment (:meth:`Ahead.offered`), or spawns as
-before. What the interpreter's own imports set in its environment counts as set at launch (the
-kernel's same imports set it too); what the cluster class sets in the kernel's environment as it
-is made (dask-cuda's, a variable for RAPIDS) is set for the launch (:func:`ahead`'s ``environ``).
+distributed (and, for a GPU worker, dask-cuda and cuDF) once the nanny exists, and in a fresh kernel
+the nanny exists only after the kernel has imported distributed. One after the other, the two are
+most of a first start in Run All (seconds on a GPU machine). So a start launches its workers'
+interpreters before anything else (:func:`ahead`), exactly as spawn would launch them (executable,
+interpreter flags, environment, module path, working directory, resource tracker), and they import
+while the kernel imports. When a nanny then starts its worker process, it takes a waiting
+interpreter launched as a spawn would be launched at that moment (:meth:`Ahead.offered`), or spawns
+as before. What the interpreter's own imports set in its environment counts as set at launch (the
+kernel's same imports set it too); what the cluster class sets in the kernel's environment as it is
+made (dask-cuda's, a variable for RAPIDS), and what the start sets before it (where the workers
+log), is set for the launch (:func:`ahead`'s ``environ``).
 The process object goes to it as spawn sends it; the file descriptors it needs, which did not
 exist at its launch, go over a Unix socket, as multiprocessing's forkserver passes them.
 Each interpreter moves to a process group of its own at once (a Ctrl-C in the cell must not
@@ -301,8 +302,9 @@ def ahead(
 ) -> Iterator[Ahead]:
     """Launch ``count`` worker interpreters that import ``modules``; end those still waiting on
     the way out (the start is over: its workers are spawned or it failed). ``environ``: what
-    the cluster class sets in the kernel's environment as it is made, before its nannies spawn
-    (dask-cuda's does), which their interpreters must be launched with too."""
+    the start and its cluster class set in the kernel's environment before the nannies spawn
+    (dask-cuda's class sets a variable as it is made), which the interpreters must be launched
+    with too."""
     launched = Ahead([])
     try:
         if count > 0 and os.name == "posix" and _distributed_setting(METHOD) == "spawn":

@@ -233,6 +233,7 @@ def test_what_a_gpu_worker_imports_ahead_leaves_its_gpu_to_be_named() -> None:
             capture_output=True,
             text=True,
             timeout=240,
+            env={**os.environ, **connect.GPU_CLUSTER_ENVIRON},  # as they are launched
         )
         assert out.returncode == 0, out.stderr[-3000:]
         return dict(json.loads(out.stdout.strip().splitlines()[-1]))
