@@ -4,15 +4,19 @@ the kernel has not exited after half its wait, so atexit alone is not enough).""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from jupyter_client.manager import KernelManager
 from support import spawned_workers, wait_gone
+
+from gpudask_jupyter.cluster.worker_spawn import PARENT_PID
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -156,3 +160,52 @@ def test_usage_error_fails_the_cell_with_one_line(kernel) -> None:
     assert reply["ename"] == "UsageError"
     assert "expected a number of workers" in reply["output"]
     assert "Traceback" not in reply["output"]
+
+
+def _of_kernel(pid: int) -> list[psutil.Process]:
+    """Every process a kernel's start made for Dask, wherever it was reparented: worker
+    interpreters launched ahead and spawned workers carry the kernel's pid in the variable a
+    nanny names its parent by (their children are found by the snapshot below)."""
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get(PARENT_PID) == str(pid):
+                found.append(proc)
+    return found
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("delay", [0.1, 0.4, 0.9])
+def test_a_kernel_ended_during_a_first_start_leaves_no_process(
+    kernel, runtime_dir: Path, delay: float, how: signal.Signals
+) -> None:
+    """A first start launches its workers' interpreters before anything else: a kernel ended
+    before they are launched, while they import, or as the workers register leaves none of
+    them, nor a worker, nor (once the next start prunes) an entry or a TLS key; the next kernel
+    starts its cluster."""
+    from gpudask_jupyter import registry
+
+    km, kc = kernel
+    assert run(kc, "%load_ext gpudask_jupyter")["status"] == "ok"
+    process = km.provisioner.process
+    kc.execute("client = %gpu_cluster start --n-workers 2 --memory-limit 1GB")
+    time.sleep(delay)
+    made = psutil.Process(process.pid).children(recursive=True) + _of_kernel(process.pid)
+    os.kill(process.pid, how)
+    try:
+        process.wait(30)
+    except Exception:
+        pytest.fail(f"the kernel did not end within 30 s of {how.name}")
+    assert wait_gone(made) == [], f"left after {how.name} at {delay} s"
+    assert wait_gone(_of_kernel(process.pid)) == []
+    registry.prune(runtime_dir)  # what the next start does first (a SIGKILL ran no handler)
+    assert _left_behind(runtime_dir) == []
+    km.restart_kernel(now=True)
+    kc.wait_for_ready(timeout=60)
+    reply = run(
+        kc,
+        "%load_ext gpudask_jupyter\nclient = %gpu_cluster start --n-workers 2 "
+        "--memory-limit 1GB\nprint(len(client.scheduler_info()['workers']))",
+    )
+    assert reply["status"] == "ok", reply["output"]
+    assert reply["output"].split()[-1] == "2"
