@@ -411,9 +411,12 @@ def test_after_stop_the_history_stays_until_a_new_cluster_starts(dask_client) ->
     sources: dict[str, Source] = {"c": monitor_for(dask_client)._sampler.trackers._sources()["c"]}
     monitor = Monitor(lambda: dict(sources))
     monitor.tick()  # the scheduler records the task stream from the first question on
-    dask_client.gather(dask_client.map(slow_inc, range(5)))
+    # held until the tick has seen them: the scheduler drops the progress of forgotten tasks
+    futures = dask_client.map(slow_inc, range(5))
+    dask_client.gather(futures)
     monitor.tick()
     running, cursor = monitor.frame("c")
+    del futures
     assert running["cluster"]["state"] == "running" and running["tasks"]
     del sources["c"]  # %gpu_cluster stop, or the kernel went away
     monitor.tick()
