@@ -220,7 +220,7 @@ def _panel_answer(kc: Any, kind: str) -> dict[str, Any]:
     raise AssertionError(f"no {kind}")
 
 
-@pytest.mark.parametrize("delay", [0.2, 0.5])  # a first start here takes about a second
+@pytest.mark.parametrize("delay", [0.2, 0.4])  # a first start here takes 0.6 to 0.8 s
 def test_ctrl_c_during_a_start_from_the_panels_button(
     kernel: Any, runtime_dir: Path, delay: float
 ) -> None:
