@@ -6,9 +6,9 @@ real segments in /dev/shm.
 
 A worker removes each segment once it has read it, so a segment seen a moment ago may be gone
 by the time a signal lands. The SIGKILL test therefore stops the workers first: the kernel's
-segment then stays, as it does when the whole session is killed at once (the OOM killer, a
-``kill -9`` of every process of the user). That the workers end with a killed kernel is tested
-in ``test_kernel_lifecycle``; here, with the SIGTERM."""
+segment then stays, as it does when every process of the user is killed at once (the OOM
+killer, a ``kill -9 -1``). That the workers end with a killed kernel is tested in
+``test_kernel_lifecycle``; here, with the SIGTERM."""
 
 from __future__ import annotations
 
