@@ -109,7 +109,7 @@ def route(kernel: str) -> Path:
                     _removed.append((logger, existing))
             logger.addHandler(handler)
             logger.addHandler(_recent)
-        os.environ[WORKER_LOG] = str(target)
+        os.environ.update(worker_environ(kernel))
         _file, _path = handler, target
     lifecycle.on_unload(restore, lifecycle.MEMORY)
     return target
