@@ -41,12 +41,8 @@ def _mid_transfer(km: Any, kc: Any) -> tuple[int, list[Any]]:
     reply = run(kc, f"%load_ext gpudask_jupyter\n%gpu_cluster start --n-workers 2\n{SMALL_SHM}")
     assert reply["status"] == "ok", reply["output"]
     workers = spawned_workers(pid)
-    tag = shared_memory.owner_tag(pid)  # read while the kernel lives
     kc.execute(SPREAD)
-    deadline = time.monotonic() + 60
-    while not [n for n in shared_memory.ours() if tag in n and not n.endswith(".probe")]:
-        assert time.monotonic() < deadline, "the transfer made no segment"
-        time.sleep(0.01)
+    _wait_for_segments(pid, 60, "the transfer made no segment")
     return pid, workers
 
 
@@ -57,16 +53,21 @@ def _left_by(pid: int) -> list[str]:
     ]
 
 
+def _wait_for_segments(pid: int, timeout: float, failure: str) -> list[str]:
+    """The segments of process ``pid``'s transfer (not its probe), once there are any."""
+    deadline = time.monotonic() + timeout
+    while not (found := [n for n in _left_by(pid) if not n.endswith(".probe")]):
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.01)
+    return found
+
+
 def _hold_a_segment(pid: int, workers: list[Any]) -> list[str]:
     """Stop the workers and wait until a segment of the kernel's transfer exists: with no
     worker to read it, it stays. The segments then held."""
     for worker in workers:
         worker.suspend()
-    deadline = time.monotonic() + 30
-    while not (held := [n for n in _left_by(pid) if not n.endswith(".probe")]):
-        assert time.monotonic() < deadline, "the transfer ended before its workers were stopped"
-        time.sleep(0.01)
-    return held
+    return _wait_for_segments(pid, 30, "the transfer ended before its workers were stopped")
 
 
 def test_sigterm_mid_transfer_leaves_no_segment_and_never_hangs(
