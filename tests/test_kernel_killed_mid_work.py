@@ -12,12 +12,14 @@ killer, a ``kill -9 -1``). That the workers end with a killed kernel is tested i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from support import spawned_workers, wait_gone
 from test_kernel_lifecycle import run
@@ -62,11 +64,33 @@ def _wait_for_segments(pid: int, timeout: float, failure: str) -> list[str]:
     return found
 
 
+def _stopped(proc: Any) -> bool:
+    """Whether every thread of ``proc`` has stopped (a thread in a system call finishes it
+    first: until then it may still remove a segment)."""
+    try:
+        tasks = list(Path(f"/proc/{proc.pid}/task").iterdir())
+    except FileNotFoundError:
+        return True  # ended: it removes nothing either
+    states = []
+    for task in tasks:
+        with contextlib.suppress(OSError):
+            stat = (task / "stat").read_text()
+            states.append(stat[stat.rfind(")") + 2])
+    return bool(states) and all(state in "tT" for state in states)
+
+
 def _hold_a_segment(pid: int, workers: list[Any]) -> list[str]:
-    """Stop the workers and wait until a segment of the kernel's transfer exists: with no
-    worker to read it, it stays. The segments then held."""
+    """Stop the kernel's workers (those it has now too, should one have been replaced) and
+    wait until a segment of its transfer exists: with no worker to read it, it stays. The
+    segments then held."""
+    workers.extend(w for w in spawned_workers(pid) if w not in workers)
     for worker in workers:
-        worker.suspend()
+        with contextlib.suppress(psutil.NoSuchProcess):
+            worker.suspend()
+    deadline = time.monotonic() + 30
+    while not all(_stopped(worker) for worker in workers):
+        assert time.monotonic() < deadline, "the workers did not stop"
+        time.sleep(0.01)
     return _wait_for_segments(pid, 30, "the transfer ended before its workers were stopped")
 
 
@@ -97,7 +121,8 @@ def test_after_sigkill_the_next_kernel_removes_what_was_left(
     os.kill(pid, signal.SIGKILL)  # no handler runs
     km.provisioner.process.wait()
     for worker in workers:
-        worker.kill()  # stopped, they cannot read (and remove) what the kernel left
+        with contextlib.suppress(psutil.NoSuchProcess):
+            worker.kill()  # stopped, they cannot read (and remove) what the kernel left
     assert wait_gone(workers) == []
     assert set(held) <= set(_left_by(pid))  # the segments are still there
     assert list(runtime_dir.glob("gpudask-kernel-*"))  # and the entry, the TLS folder
