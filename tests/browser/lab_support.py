@@ -130,18 +130,21 @@ def view_data(page: Any, scope: str) -> dict[str, str]:
     return data
 
 
-def wait_drawn(page: Any, scope: str, gpu_lines: int = 0, timeout: int = 60_000) -> dict[str, str]:
-    """Wait until the view under ``scope`` drew task rectangles (and ``gpu_lines`` GPU lines).
-    When it does not, the failure shows what was there instead (a screenshot, the view's data or
-    the text in its place)."""
+def wait_drawn(
+    page: Any, scope: str, gpu_lines: int = 0, timeout: int = 60_000, lanes: int = 1
+) -> dict[str, str]:
+    """Wait until the view under ``scope`` drew task rectangles in ``lanes`` lanes (and
+    ``gpu_lines`` GPU lines): a view polled while the work arrives may first draw the tasks of
+    one worker alone. When it does not, the failure shows what was there instead (a
+    screenshot, the view's data or the text in its place)."""
     try:
         page.wait_for_function(
-            """([scope, lines]) => {
+            """([scope, lines, lanes]) => {
                 const v = document.querySelector(scope + ' .gpudask-view');
-                return v && Number(v.dataset.taskRects) > 0 && Number(v.dataset.lanes) > 0
+                return v && Number(v.dataset.taskRects) > 0 && Number(v.dataset.lanes) >= lanes
                     && Number(v.dataset.gpuLines) >= lines;
             }""",
-            arg=[scope, gpu_lines],
+            arg=[scope, gpu_lines, lanes],
             timeout=timeout,
         )
     except Exception as error:

@@ -92,7 +92,7 @@ def test_panel_and_sidebar_draw_a_real_cluster(lab: Lab, page: Any) -> None:
     run_all(page, lab, lab.notebook("panel.ipynb", CELLS), "DASHBOARD")
 
     # the panel widget in the notebook's output
-    drawn = wait_drawn(page, PANEL)
+    drawn = wait_drawn(page, PANEL, lanes=2)
     assert drawn["lanes"] == "2"  # two workers, one thread each
     tooltip = hover_task(page, PANEL)
     assert re.search(r"^key .+", tooltip, re.M), tooltip
@@ -103,7 +103,7 @@ def test_panel_and_sidebar_draw_a_real_cluster(lab: Lab, page: Any) -> None:
 
     # the sidebar, for the notebook in focus
     _open_sidebar(page)
-    drawn = wait_drawn(page, SIDEBAR)
+    drawn = wait_drawn(page, SIDEBAR, lanes=2)
     assert drawn["lanes"] == "2"
     dashboard = _printed(page, "DASHBOARD")
     link = page.locator(f"{SIDEBAR} a.gpudask-dashboard")

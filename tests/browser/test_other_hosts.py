@@ -33,7 +33,7 @@ def _ours(errors: list[str]) -> list[str]:
 
 def test_notebook_7_panel_sidebar_and_open_panel(notebook7: Lab, page: Any) -> None:
     run_all(page, notebook7, notebook7.notebook("panel.ipynb", CELLS), "done 820")
-    drawn = wait_drawn(page, ".jp-OutputArea")
+    drawn = wait_drawn(page, ".jp-OutputArea", lanes=2)
     assert drawn["lanes"] == "2"
     assert page.locator(".jp-OutputArea .gpudask-view img").count() == 0
     shot(page, "notebook7-panel")
