@@ -40,6 +40,32 @@ def _gpu_unavailable() -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before Hypothesis' own plugin reads the seed
+def pytest_configure(config: pytest.Config) -> None:
+    """The property tests' profile (``GPUDASK_HYPOTHESIS_PROFILE``: ``ci`` by default, ``long``
+    on a GPU machine) and one seed for the whole run, printed in the header so that a failure
+    in CI can be run again (``--hypothesis-seed N`` or ``GPUDASK_HYPOTHESIS_SEED=N``)."""
+    import random
+
+    from tables import load_profile
+
+    load_profile(os.environ.get("GPUDASK_HYPOTHESIS_PROFILE", "ci"))
+    if config.getoption("hypothesis_seed", None) is None:
+        seed = os.environ.get("GPUDASK_HYPOTHESIS_SEED") or str(random.randrange(2**32))
+        config.option.hypothesis_seed = seed
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    from hypothesis import settings
+
+    seed = config.getoption("hypothesis_seed", None)
+    return (
+        f"property tests: seed {seed}, profile {settings.get_current_profile_name()!r} "
+        f"({settings.default.max_examples} examples each; GPUDASK_HYPOTHESIS_SEED={seed} "
+        "runs the same ones again)"
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reason = None
     checked = False

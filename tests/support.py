@@ -4,6 +4,7 @@ real kernels and what their cells say."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import socket
@@ -210,3 +211,35 @@ def kernel_factory(runtime_dir: Path) -> Iterator[Any]:
             kc.stop_channels()
             if km.is_alive():
                 km.shutdown_kernel(now=True)
+
+
+@contextlib.contextmanager
+def cpu_cluster_client(**settings: Any) -> Iterator[Any]:
+    """A client of a real two-worker CPU cluster on loopback (worker processes, one thread
+    each); ``settings``: dask config set around it."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    with (
+        dask.config.set(settings),
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+def held_keys(client: Any) -> int:
+    """Keys the workers hold, once released futures have reached the scheduler."""
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while True:
+        count = sum(len(keys) for keys in client.has_what().values())
+        if count == 0 or time.monotonic() > deadline:
+            return count
+        time.sleep(0.05)

@@ -8,7 +8,6 @@ a GPU, differs (tests/gpu/test_distribute_gpu.py).
 from __future__ import annotations
 
 import dataclasses
-import gc
 import os
 import threading
 import time
@@ -19,6 +18,7 @@ import numpy as np
 import pandas as pd
 import psutil
 import pytest
+from support import cpu_cluster_client, held_keys
 
 from gpudask_jupyter import config
 from gpudask_jupyter.convert import to_cpu, to_gpu
@@ -41,34 +41,10 @@ def _ours(data_only: bool = False) -> list[str]:
     return [n for n in found if not n.endswith(".probe")] if data_only else found
 
 
-def _held(client: Any) -> int:
-    """Keys the workers hold, once released futures have reached the scheduler."""
-    gc.collect()
-    deadline = time.monotonic() + 10
-    while True:
-        count = sum(len(keys) for keys in client.has_what().values())
-        if count == 0 or time.monotonic() > deadline:
-            return count
-        time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    import dask
-    from distributed import Client, LocalCluster
-
-    with (
-        # a worker paused by a test stays paused: memory does not resume it
-        dask.config.set({"distributed.worker.memory.pause": False}),
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    # a worker paused by a test stays paused: memory does not resume it
+    with cpu_cluster_client(**{"distributed.worker.memory.pause": False}) as client:
         yield client
 
 
@@ -108,7 +84,7 @@ def test_frame_becomes_a_persisted_collection_balanced_over_the_workers(client) 
     pd.testing.assert_series_equal(got, df.groupby("key").x.mean(), check_exact=False)
     pd.testing.assert_frame_equal(ddf.compute(), df)
     del ddf
-    assert _held(client) == 0
+    assert held_keys(client) == 0
 
 
 def test_default_client_and_no_cluster(client) -> None:
@@ -333,7 +309,7 @@ def test_a_failed_gather_leaves_the_collection_alone(client, monkeypatch) -> Non
     monkeypatch.undo()
     np.testing.assert_array_equal(to_cpu(darr, gather=True), arr)
     del ns, darr, ddf
-    assert _held(client) == 0
+    assert held_keys(client) == 0
 
 
 def test_a_worker_paused_for_lack_of_memory_fails_the_transfer(client, monkeypatch) -> None:
@@ -348,7 +324,7 @@ def test_a_worker_paused_for_lack_of_memory_fails_the_transfer(client, monkeypat
         assert isinstance(ns["df"], pd.DataFrame)
     finally:
         client.run(pause, paused=False, workers=[victim])
-    assert _held(client) == 0
+    assert held_keys(client) == 0
 
 
 def test_cpu_workers_say_why_there_is_no_gpu(client) -> None:
@@ -362,7 +338,7 @@ def test_cpu_workers_say_why_there_is_no_gpu(client) -> None:
     with pytest.raises(NoGpuError, match="df cannot go to the workers' GPUs"):
         distribute_names(ns, ["df"], client=client, require_gpu=True)
     assert isinstance(ns["df"], pd.DataFrame)
-    assert _held(client) == 0
+    assert held_keys(client) == 0
 
 
 def test_a_failure_releases_what_was_placed_and_rebinds_nothing(client, monkeypatch) -> None:
@@ -380,10 +356,10 @@ def test_a_failure_releases_what_was_placed_and_rebinds_nothing(client, monkeypa
     monkeypatch.setattr(variables._Transaction, "spread", second_fails)
     first, second = _frame(50_000), np.arange(10.0)
     ns = {"first": first, "second": second}
-    with pytest.raises(ConversionError, match="second: ValueError: boom"):
+    with pytest.raises(ConversionError, match="second: it could not be converted: the library says 'boom'"):
         distribute_names(ns, ["first", "second"], client=client)
     assert ns["first"] is first and ns["second"] is second
-    assert _held(client) == 0
+    assert held_keys(client) == 0
 
 
 def _slow_transfer(client: Any) -> tuple[dict[str, Any], threading.Event]:
@@ -421,7 +397,7 @@ def test_a_worker_killed_during_the_transfer_leaves_nothing(client) -> None:
     )
     assert ns["df"] is original
     client.wait_for_workers(2, timeout=60)  # the nanny starts a new worker
-    assert _held(client) == 0
+    assert held_keys(client) == 0
 
 
 def test_ctrl_c_during_the_transfer_leaves_nothing(client) -> None:
@@ -438,7 +414,7 @@ def test_ctrl_c_during_the_transfer_leaves_nothing(client) -> None:
     with pytest.raises(KeyboardInterrupt):
         distribute_names(ns, ["df"], client=client)
     assert ns["df"] is original
-    assert _held(client) == 0
+    assert held_keys(client) == 0
 
 
 KILLED_KERNEL = """
@@ -489,7 +465,7 @@ def test_segments_of_a_killed_kernel_are_removed_at_the_next_use(client, tmp_pat
     assert left()  # left behind by the killed kernel
     to_gpu(_frame(1000), distribute=True, client=client)  # the next use
     assert not [n for n in shared_memory.ours() if n.startswith(prefix)]
-    assert _held(client) == 0  # the dead client's partitions went with it
+    assert held_keys(client) == 0  # the dead client's partitions went with it
 
 
 def test_a_stopped_worker_fails_the_transfer_within_the_worker_timeout(client) -> None:
@@ -516,7 +492,7 @@ def test_a_stopped_worker_fails_the_transfer_within_the_worker_timeout(client) -
     finally:
         os.kill(pid, signal.SIGCONT)
         config.set_override("worker-timeout", None)
-    assert _held(client) == 0
+    assert held_keys(client) == 0
 
 
 def test_a_worker_stopped_before_the_call_is_waited_for_at_most_the_timeout(client) -> None:
@@ -533,7 +509,7 @@ def test_a_worker_stopped_before_the_call_is_waited_for_at_most_the_timeout(clie
     finally:
         os.kill(pid, signal.SIGCONT)
         config.set_override("worker-timeout", None)
-    assert _held(client) == 0
+    assert held_keys(client) == 0
 
 
 def test_ctrl_c_during_a_gather_leaves_no_key_even_while_its_traceback_is_kept(client) -> None:
@@ -550,7 +526,7 @@ def test_ctrl_c_during_a_gather_leaves_no_key_even_while_its_traceback_is_kept(c
         gather_names(ns, ["lazy"], client=client)
     kept = interrupted.value  # what IPython keeps as the last traceback
     assert ns["lazy"] is lazy
-    assert _held(client) == 0
+    assert held_keys(client) == 0
     del kept
 
 
@@ -568,4 +544,4 @@ def test_a_big_endian_column_comes_back_as_it_went(client) -> None:
     distribute_names(series, ["s"], client=client)
     gather_names(series, ["s"], client=client)
     pd.testing.assert_series_equal(series["s"], frame["big"])
-    assert _held(client) == 0
+    assert held_keys(client) == 0

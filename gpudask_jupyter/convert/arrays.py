@@ -8,22 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import refusals
 from .converter import Context
-from .failures import Unsupported
 from .pinned import staging
-
-_CUPY_KINDS = set("biufc")
 
 
 def numpy_to_cupy(arr: Any, context: Context) -> Any:
     import cupy
 
-    if arr.dtype.kind not in _CUPY_KINDS:
-        raise Unsupported(
-            f"NumPy arrays of dtype {arr.dtype} cannot live on the GPU (CuPy holds numbers and "
-            "booleans only)",
-            "convert it to a numeric dtype",
-        )
+    refused = refusals.for_cupy(arr)  # asked before the move too; a direct call lands here
+    if refused is not None:
+        raise refused
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     device = context.device if context.device is not None else staging.current_device()

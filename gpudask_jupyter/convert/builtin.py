@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from . import dask_collections
+from . import dask_collections, refusals
 from .availability import reason
 from .converter import Context, Converter, module_class
 
@@ -78,8 +78,24 @@ def _cpu_dask_array(obj: Any) -> bool:
 CONVERTERS = [
     Converter("cudf.pandas proxy", "", "gpu", _is_proxy, _keep, skip=_PROXY),
     Converter("cudf.pandas proxy", "", "cpu", _is_proxy, _keep, skip=_PROXY),
-    Converter("pandas", "cuDF", "gpu", _is_pandas, _pandas_to_cudf, lambda: reason("cudf")),
-    Converter("NumPy", "CuPy", "gpu", _is_numpy, _numpy_to_cupy, lambda: reason()),
+    Converter(
+        "pandas",
+        "cuDF",
+        "gpu",
+        _is_pandas,
+        _pandas_to_cudf,
+        lambda: reason("cudf"),
+        refuse=refusals.for_cudf,
+    ),
+    Converter(
+        "NumPy",
+        "CuPy",
+        "gpu",
+        _is_numpy,
+        _numpy_to_cupy,
+        lambda: reason(),
+        refuse=refusals.for_cupy,
+    ),
     Converter(
         "cuDF",
         "pandas",

@@ -31,6 +31,8 @@ class Converter:
     """Moves one kind of object in one direction.
 
     ``unavailable`` returns why the converter cannot run here (no GPU, library missing) or None;
+    ``refuse`` why the target cannot hold this object at all (an exception with the cause and
+    the hint, :class:`.failures.Unsupported`) or None, asked of every name before anything moves;
     ``lazy`` converters only rewrite a task graph, so no bytes or speed are reported for them.
     """
 
@@ -40,6 +42,7 @@ class Converter:
     matches: Callable[[object], bool]
     convert: Callable[[Any, Context], Any]
     unavailable: Callable[[], str | None] = lambda: None
+    refuse: Callable[[Any], Exception | None] = lambda obj: None
     lazy: bool = False
     skip: str | None = None  # recognised, but deliberately left alone, for this reason
 

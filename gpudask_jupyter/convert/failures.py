@@ -38,6 +38,16 @@ class ColumnFailure(Exception):
 
 
 _OUT_OF_MEMORY = re.compile(r"out[ _]of[ _](?:device[ _]|gpu[ _]|host[ _])?memory", re.IGNORECASE)
+#: where libcudf's C++ raised, which says nothing to the user: "CUDF failure at: FILE:LINE: "
+_WHERE_RAISED = re.compile(r"(?:CUDF|RMM) failure at:\s*\S+?:\d+:\s*")
+#: what a library raises to say it cannot take something; anything else is a bug, said as such
+_LIBRARY_REFUSALS = (NotImplementedError, TypeError, ValueError, RuntimeError, OverflowError)
+
+
+def library_text(err: BaseException) -> str:
+    """What ``err`` says, for a sentence: its first line, without where in C++ it was raised."""
+    lines = str(err).strip().splitlines()
+    return _WHERE_RAISED.sub("", lines[0] if lines else "").strip() or type(err).__name__
 
 
 def is_out_of_memory(err: BaseException) -> bool:
@@ -73,6 +83,8 @@ def describe(
     exclude = exclude or f"use --exclude {name} to leave it on the host"
     if isinstance(err, Unsupported):
         return err.cause, f"{err.hint} or {exclude}" if err.hint else exclude
+    if isinstance(err, PartitionError):  # a worker's sentence already
+        return str(err), exclude
     column = None
     dtype = None
     if isinstance(err, ColumnFailure):
@@ -92,7 +104,7 @@ def describe(
             f"or {exclude}",
         )
     kind = type(err).__name__
-    text = str(err)
+    text = library_text(err)
     if column is not None:
         where = "its index" if column == "<index>" else f"column {column!r}"
         if kind == "MixedTypeError" or "mixed" in text.lower():
@@ -108,7 +120,12 @@ def describe(
                 f"{where} has dtype{shown}, which cuDF cannot hold ({text})",
                 f"cast it to a supported dtype or {exclude}",
             )
+        if isinstance(err, _LIBRARY_REFUSALS):
+            shown = f" (dtype {dtype})" if dtype is not None else ""
+            return f"{where}{shown} could not be converted: the library says {text!r}", exclude
         return f"{where}: {kind}: {text}", exclude
+    if isinstance(err, _LIBRARY_REFUSALS):
+        return f"it could not be converted: the library says {text!r}", exclude
     return f"{kind}: {text}", exclude
 
 

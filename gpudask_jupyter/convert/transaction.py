@@ -71,13 +71,19 @@ def transact(
     move: Move,
     fail: Fail,
     undo: Callable[[], object] = lambda: None,
+    check: Callable[[str, Any], None] = lambda name, obj: None,
 ) -> None:
     """Rebind every name of ``names`` to ``move(name, object)``, or none of them (see the
-    module's docstring); raises ``fail(...)``, this package's own error, or the interrupt."""
+    module's docstring); raises ``fail(...)``, this package's own error, or the interrupt.
+    ``check(name, object)`` is asked of every name before anything moves (it raises to refuse)."""
     staged: dict[str, Any] = {}
     by_identity: dict[int, Any] = {}
     name, obj, new = "", None, None
+    names = list(names)
     try:
+        for name in names:
+            obj = namespace[name]
+            check(name, obj)
         for name in names:
             obj = namespace[name]
             if id(obj) in by_identity:
@@ -138,9 +144,11 @@ def _plan(
     direction: Direction,
     report: Report,
     required_by: str | None,
+    leave_on_host: str | None,
 ) -> tuple[list[tuple[str, Any, Converter]], list[str]]:
     """What to convert with which converter, and why GPU work was skipped; what is left alone
-    goes in ``report``. ``required_by`` (what made a GPU required) turns a skip into an error."""
+    goes in ``report``. ``required_by`` (what made a GPU required) turns a skip into an error;
+    an object the target cannot hold is refused here, before anything moves."""
     unavailable: list[str] = []
     plan = []
     for name in names:
@@ -162,6 +170,9 @@ def _plan(
             unavailable.append(why)
             report.skipped.append((name, f"{converter.source}: {why}"))
             continue
+        refused = converter.refuse(obj)
+        if refused is not None:
+            raise ConversionError(name, *describe(refused, name, obj, leave_on_host))
         plan.append((name, obj, converter))
     return plan, unavailable
 
@@ -188,7 +199,7 @@ def convert_names(
         room.before_kernel_gpu_work()
     report = Report(direction)
     plan, unavailable = _plan(
-        namespace, names, direction, report, required_by if require_gpu else None
+        namespace, names, direction, report, required_by if require_gpu else None, leave_on_host
     )
     converters = {name: converter for name, _, converter in plan}
 

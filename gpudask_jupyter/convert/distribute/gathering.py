@@ -383,8 +383,20 @@ def byte_order_of_meta(host: Any, collection: Any) -> Any:
         )
 
     if getattr(meta, "ndim", 0) == 2 and hasattr(meta, "dtypes"):  # a DataFrame
-        changed = {c: t for c, t in meta.dtypes.items() if c in host and wanted(t, host[c].dtype)}
-        return host.astype(changed) if changed else host
+        # by position: labels may repeat, and host[label] is then a frame
+        if not meta.columns.equals(host.columns):
+            return host
+        changed = [
+            (i, t)
+            for i, (t, have) in enumerate(zip(meta.dtypes, host.dtypes, strict=True))
+            if wanted(t, have)
+        ]
+        if not changed:
+            return host
+        host = host.copy(deep=False)
+        for i, dtype in changed:
+            host.isetitem(i, host.iloc[:, i].astype(dtype))
+        return host
     dtype = getattr(meta, "dtype", None)
     return host.astype(dtype) if wanted(dtype, getattr(host, "dtype", None)) else host
 

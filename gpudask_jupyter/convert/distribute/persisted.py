@@ -33,18 +33,34 @@ def meta_of(obj: Any, gpu: bool) -> Any:
         import dask_cudf  # noqa: F401  registers the "cudf" backend of dask.dataframe
 
         return worker_tasks.to_device(empty)
-    return empty
+    return _fresh(empty)
+
+
+def _fresh(empty: Any) -> Any:
+    """An empty pandas object like ``empty`` that holds no part of the user's buffers (an empty
+    slice of a column still refers to all of them): dask's ``make_meta``, which takes every
+    column anew. It rebuilds columns by label, so repeated labels are set aside meanwhile."""
+    import pandas as pd
+    from dask.dataframe.utils import make_meta
+
+    if isinstance(empty, pd.Series) or empty.columns.is_unique:
+        return make_meta(empty)
+    meta = make_meta(empty.set_axis(pd.RangeIndex(empty.shape[1]), axis=1))
+    meta.columns = empty.columns
+    return meta
 
 
 def frame(futures: Sequence[Any], meta: Any, divisions: tuple[Any, ...] | None) -> Any:
     """A persisted Dask DataFrame / Series whose partition ``i`` is ``futures[i]``."""
     import dask.dataframe as dd
 
+    from ... import compat
+
     template = dd.from_delayed(list(futures), meta=meta, divisions=divisions, verify_meta=False)
-    rebuild, args = template.__dask_postpersist__()
     name = f"gpudask-{uuid.uuid4().hex}"
     # partitions in the order of the graph's sorted keys: (name, 0), (name, 1), ...
-    return rebuild({(name, i): future for i, future in enumerate(futures)}, *args)
+    graph = {(name, i): future for i, future in enumerate(futures)}
+    return compat.persisted_frame(template, graph, meta)
 
 
 def array(futures: Sequence[Any], meta: Any, rows: Sequence[int], shape: tuple[int, ...]) -> Any:

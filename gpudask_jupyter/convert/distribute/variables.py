@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
 from ...errors import ConversionError, NoGpuError
+from .. import refusals
 from ..converter import Context, module_class
 from ..dask_collections import is_dask_array, is_dask_dataframe
 from ..failures import describe
@@ -237,9 +238,11 @@ def _transact(
     client: Any,
     move: Callable[[_Transaction, str, Any], Any | None],
     leave_on_host: str | None,
+    check: Callable[[_Transaction, str, Any], None] = lambda transaction, name, obj: None,
 ) -> list[str]:
     """Run ``move`` on each name (None: leave it); rebind all, or none and undo everything
-    placed on the workers (:func:`..transaction.transact`)."""
+    placed on the workers (:func:`..transaction.transact`). ``check`` refuses a name before
+    anything moves."""
     with _segments() as segments:
         transaction = _Transaction(client, segments, report)
         transact(
@@ -248,6 +251,7 @@ def _transact(
             lambda name, obj: move(transaction, name, obj),
             lambda name, obj, err: _failed(name, obj, err, leave_on_host),
             undo=transaction.cancel,
+            check=lambda name, obj: check(transaction, name, obj),
         )
         transaction.done()
     for spread_out in transaction.spread_out:
@@ -283,9 +287,25 @@ def distribute_names(
             report.skipped.append((name, kind_of(obj)))
             return None
         gpu = transaction.gpu(name, "arrays" if _is_numpy(obj) else "frames", required)
+        if gpu and _is_numpy(obj) and not obj.dtype.isnative:
+            obj = obj.astype(obj.dtype.newbyteorder("="))  # CuPy has no byte order: as %%to_gpu
         return transaction.spread(name, obj, gpu, npartitions)
 
-    unavailable = _transact(namespace, names, report, client, move, leave_on_host)
+    def check(transaction: _Transaction, name: str, obj: Any) -> None:
+        """What the collection (and the workers' GPUs) could not hold, refused up front."""
+        if _is_numpy(obj) and obj.ndim >= 1:
+            gpu = transaction.gpu(name, "arrays", required)
+            refused = refusals.for_cupy(obj) if gpu else None
+        elif _is_pandas(obj):
+            refused = refusals.for_dask(obj)
+            if refused is None and transaction.gpu(name, "frames", required):
+                refused = refusals.for_cudf(obj)
+        else:
+            return
+        if refused is not None:
+            raise ConversionError(name, *describe(refused, name, obj, leave_on_host))
+
+    unavailable = _transact(namespace, names, report, client, move, leave_on_host, check)
     return report, unavailable
 
 
