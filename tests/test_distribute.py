@@ -356,7 +356,8 @@ def test_a_failure_releases_what_was_placed_and_rebinds_nothing(client, monkeypa
     monkeypatch.setattr(variables._Transaction, "spread", second_fails)
     first, second = _frame(50_000), np.arange(10.0)
     ns = {"first": first, "second": second}
-    with pytest.raises(ConversionError, match="second: it could not be converted: the library says 'boom'"):
+    said = "second: it could not be converted: the library says 'boom'"
+    with pytest.raises(ConversionError, match=said):
         distribute_names(ns, ["first", "second"], client=client)
     assert ns["first"] is first and ns["second"] is second
     assert held_keys(client) == 0

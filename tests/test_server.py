@@ -8,6 +8,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -335,3 +336,68 @@ async def test_a_kernel_restarted_by_the_server_stops_its_cluster_within_two_sec
         await jp_fetch("api", "kernels", kernel_id, method="DELETE")
         client.close()
         cluster.close()
+
+
+@pytest.fixture
+def quick_tidy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's tidy-up every fifth of a second instead of every few seconds."""
+    from gpudask_jupyter.server import tidy
+
+    monkeypatch.setattr(tidy, "EVERY", 0.2)
+
+
+def _killed_kernel_leftovers(runtime: Path, room: Path) -> list[str]:
+    """A real kernel with a placed cluster and a shared-memory segment, ended by SIGKILL;
+    what it left: its registry entry, TLS folder, lease and segment."""
+    import signal
+
+    from support import kernel_factory, run_cell, spawned_workers, wait_gone
+
+    from gpudask_jupyter.convert.distribute import shared_memory
+
+    with kernel_factory(runtime) as start:
+        km, kc = start()
+        reply = run_cell(
+            kc,
+            "%load_ext gpudask_jupyter\n"
+            "client = %gpu_cluster start --n-workers 1 --memory-limit 1GB\n"
+            "from gpudask_jupyter.convert.distribute import shared_memory\n"
+            "segments = shared_memory.Segments().__enter__()\n"
+            "segment = segments.create()",
+        )
+        assert reply["status"] == "ok", reply["output"]
+        workers = spawned_workers(km.provisioner.process.pid)
+        os.kill(km.provisioner.process.pid, signal.SIGKILL)
+        km.provisioner.process.wait(timeout=10)
+        assert wait_gone(workers) == []
+        pid = km.provisioner.process.pid
+    left = [p.name for p in runtime.glob("gpudask-kernel-*")]
+    left += [p.name for p in room.glob("*.lease.json")]
+    left += [
+        n for n in shared_memory.ours() if n.startswith(f"{shared_memory.SEGMENT_PREFIX}{pid}-")
+    ]
+    return left
+
+
+def _still_there(runtime: Path, room: Path, names: list[str]) -> list[str]:
+    from gpudask_jupyter.convert.distribute import shared_memory
+
+    here = {p.name for p in runtime.iterdir()} | {p.name for p in room.iterdir()}
+    here |= set(shared_memory.ours())
+    return [name for name in names if name in here]
+
+
+async def test_the_server_removes_what_a_killed_kernel_left(
+    quick_tidy: None, room_env: Path, jp_serverapp: Any
+) -> None:
+    """No next kernel of the user loads the extension: the server's own tidy-up removes the
+    killed kernel's entry, its TLS folder (the cluster's private key), its lease and its
+    shared-memory segment."""
+    loop = asyncio.get_running_loop()
+    runtime = Path(os.environ["JUPYTER_RUNTIME_DIR"])
+    left = await loop.run_in_executor(None, _killed_kernel_leftovers, runtime, room_env)
+    assert len(left) == 4, left  # entry, TLS folder, lease, segment
+    deadline = time.monotonic() + 10
+    while _still_there(runtime, room_env, left):
+        assert time.monotonic() < deadline, _still_there(runtime, room_env, left)
+        await asyncio.sleep(0.1)

@@ -119,7 +119,8 @@ def test_one_failure_rolls_back_every_name(shell) -> None:
         "first = HostBlob(b'x')\n"
         "second = HostBlob(b'y', fail=RuntimeError('boom'))"
     )
-    with pytest.raises(UsageError, match=r"second: it could not be converted: the library says 'boom'; use --exclude second"):
+    said = "second: it could not be converted: the library says 'boom'; use --exclude second"
+    with pytest.raises(UsageError, match=said):
         shell.run_cell_magic("to_gpu", "", cell)
     assert isinstance(ns["first"], HostBlob) and ns["first"].payload == b"x"
     assert isinstance(ns["second"], HostBlob)
@@ -220,7 +221,8 @@ def test_api_converts_and_leaves_unknown_objects() -> None:
     assert isinstance(gpudask_jupyter.to_cpu(moved), HostBlob)
     marker = object()
     assert gpudask_jupyter.to_gpu(marker) is marker
-    with pytest.raises(gpudask_jupyter.convert.ConversionError, match="argument: it could not be converted: the library says 'no'"):
+    said = "argument: it could not be converted: the library says 'no'"
+    with pytest.raises(gpudask_jupyter.convert.ConversionError, match=said):
         gpudask_jupyter.to_gpu(HostBlob(b"x", fail=RuntimeError("no")))
 
 

@@ -41,7 +41,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .. import compat
+from .. import compat, lifecycle
 from ..errors import ClusterError
 from ..machine import nvml
 from ..text.units import format_seconds
@@ -49,7 +49,7 @@ from . import gpus
 from .connect import http_routes
 from .options import StartOptions, join_keywords
 from .target import AttachTarget
-from .worker_processes import IpyMainGuard, WorkerPids
+from .worker_processes import ENDING_GRACE, IpyMainGuard, WorkerPids
 
 log = logging.getLogger(__name__)
 
@@ -273,6 +273,8 @@ class JoinedWorkers:
         stop the loop. Works whatever state the nannies and the scheduler are in."""
         self.pids.note(self)
         self.stop_watching()
+        if lifecycle.ending():  # a busy worker would hold its nanny's close for seconds
+            self.pids.end_leftovers(ENDING_GRACE, "the kernel is going away")
         if not self._loop.loop.is_closed():
             try:
                 self._loop.run(_close_all(self.nannies), 2 * CLOSE_TIMEOUT)

@@ -57,7 +57,7 @@ from .room import caps as room_caps
 from .room import holder as room_holder
 from .security import Access
 from .target import AttachTarget
-from .worker_processes import IpyMainGuard, WorkerPids
+from .worker_processes import ENDING_GRACE, IpyMainGuard, WorkerPids, end_resource_tracker
 
 log = logging.getLogger(__name__)
 
@@ -362,6 +362,8 @@ class ClusterSession:
             self.joined.leave(self.client if alive else None, QUICK_RETIRE)
         if self.cluster is not None:
             self.pids.note(self.cluster)
+            if lifecycle.ending():  # no task's end is awaited: nothing will use the cluster
+                self.pids.end_leftovers(ENDING_GRACE, "the kernel is going away")
         close_quietly(self.client, 10)
         if self.cluster is not None:
             close_quietly(self.cluster, 30)
@@ -461,6 +463,7 @@ def _set_current(session: ClusterSession | None) -> None:
             atexit.register(close_current)
             lifecycle.on_unload(forget_current, lifecycle.FIRST)
             lifecycle.on_unload(close_current, lifecycle.CLUSTER)
+            lifecycle.on_unload(end_resource_tracker, lifecycle.MEMORY)
             _atexit_registered = True
 
 

@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 #: seconds a leftover worker gets to end on SIGTERM before SIGKILL
 GRACE = 3.0
+#: the same when the kernel is going away: a busy worker would otherwise hold its nanny's close
+#: for seconds, waiting for its task, beyond the kernel manager's patience
+ENDING_GRACE = 0.5
 
 
 class WorkerPids:
@@ -69,14 +72,16 @@ class WorkerPids:
                 continue
         return alive
 
-    def end_leftovers(self, grace: float = GRACE) -> list[int]:
+    def end_leftovers(
+        self, grace: float = GRACE, why: str = "the cluster's close left them"
+    ) -> list[int]:
         """End what :meth:`leftovers` finds: SIGTERM, then SIGKILL after ``grace``; the pids."""
         import psutil
 
         procs = self.leftovers()
         if not procs:
             return []
-        log.warning("ending %d worker process(es) the cluster's close left", len(procs))
+        log.warning("ending %d worker process(es): %s", len(procs), why)
         for proc in procs:
             with contextlib.suppress(psutil.Error):
                 proc.terminate()
@@ -86,6 +91,44 @@ class WorkerPids:
                 proc.kill()
         psutil.wait_procs(alive, timeout=grace)
         return [p.pid for p in procs]
+
+
+def end_resource_tracker(timeout: float = 1.0) -> None:
+    """When the kernel is going away, let multiprocessing's resource tracker end first.
+
+    Spawning the workers started it: a child in the kernel's process group that ignores SIGTERM.
+    ipykernel's shutdown ends the kernel's children before the kernel exits, and waits seconds
+    for one that stays, longer than the kernel manager waits before its SIGTERM. Closing the
+    kernel's end of the tracker's pipe is how the tracker is told to finish (it removes what was
+    left registered, then exits), as its own ``_stop`` does, but bounded by ``timeout``. Relies
+    on ``resource_tracker._resource_tracker``'s ``_lock``, ``_fd`` and ``_pid`` (private;
+    Python 3.11 – 3.13). Only while ending: otherwise the tracker stays for what comes next."""
+    import time
+
+    from .. import lifecycle
+
+    if not lifecycle.ending():
+        return
+    from multiprocessing import resource_tracker
+
+    tracker: Any = resource_tracker._resource_tracker  # type: ignore[attr-defined]
+    with tracker._lock:
+        fd, pid = tracker._fd, tracker._pid
+        if fd is None or pid is None:
+            return
+        tracker._fd = tracker._pid = None
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done:
+            return
+        time.sleep(0.01)
+    log.warning("multiprocessing's resource tracker did not end within %.1f s", timeout)
 
 
 def _ipy_main() -> Any:

@@ -24,6 +24,18 @@ MEMORY: Stage = 2  # host memory held for transfers
 
 _lock = threading.Lock()
 _closers: dict[Callable[[], object], Stage] = {}
+_ending = threading.Event()
+
+
+def mark_ending() -> None:
+    """The process is going away (a shutdown request, SIGTERM): what closes from now on may be
+    quick rather than graceful, since nothing will use it again."""
+    _ending.set()
+
+
+def ending() -> bool:
+    """Whether the process is going away (:func:`mark_ending`)."""
+    return _ending.is_set()
 
 
 def on_unload(closer: Callable[[], object], stage: Stage) -> None:

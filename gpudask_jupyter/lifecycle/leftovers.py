@@ -1,10 +1,11 @@
 """What a kernel of this user that was killed left behind, removed when the next one loads the
-extension.
+extension, and by the Jupyter server extension as it runs (:mod:`..server.tidy`).
 
-SIGKILL runs no handler, and SIGTERM's closers may be cut short: a registry entry, a TLS folder,
-shared-memory segments can stay. Each is named by the process that made it (pid and start time),
-so anything whose process no longer runs is removed here, on ``%load_ext``, and again before
-every start and every transfer that would make new ones. Nothing another user owns is touched.
+SIGKILL runs no handler, and SIGTERM's closers may be cut short: a registry entry, a TLS folder
+(the cluster's private key), shared-memory segments, a lease of the room can stay. Each is named
+by the process that made it (pid and start time), so anything whose process no longer runs is
+removed here, on ``%load_ext``, and again before every start and every transfer that would make
+new ones. Nothing another user owns is touched.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ log = logging.getLogger(__name__)
 def remove() -> None:
     """Remove what killed kernels of this user left; a failure only costs the tidy-up."""
     from .. import registry
+    from ..cluster.room import holder
     from ..convert.distribute import shared_memory
 
-    for tidy in (registry.prune, shared_memory.remove_stale):
+    for tidy in (registry.prune, shared_memory.remove_stale, lambda: holder.room().prune()):
         try:
             tidy()
         except Exception:

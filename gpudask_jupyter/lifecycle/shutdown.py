@@ -8,12 +8,18 @@ is loaded:
 
 * the kernel's shutdown request first runs the closers of :mod:`..lifecycle` (registry entry
   first, then panels, the cluster, pinned memory), then ipykernel's own ``do_shutdown``;
-* SIGTERM runs the same closers, then does what it did before: the handler that was installed,
-  or the default action (the process ends by SIGTERM, as the manager expects). A SIGTERM that
-  was ignored stays ignored, and nothing is installed then.
+* a cell still running on the main thread would keep the kernel alive until it ends (ipykernel
+  stops its loop only between messages): it is interrupted as Ctrl-C would, and a process still
+  here :data:`EXIT_AFTER` seconds after the request (a cell deep in a C call) exits by itself,
+  everything of ours already closed, before the manager's SIGTERM;
+* SIGTERM runs the same closers (or waits for those already running, within
+  :data:`CLOSERS_WAIT`), then does what it did before: the handler that was installed, or the
+  default action (the process ends by SIGTERM, as the manager expects). A SIGTERM that was
+  ignored stays ignored, and nothing is installed then.
 
-Unloading the extension puts back both. The handler is installed from the main thread only
-(Python's rule); elsewhere only the shutdown request is hooked.
+The closers know the process is ending (:func:`..lifecycle.ending`): a busy cluster's workers are
+ended rather than waited for. Unloading the extension puts back both hooks. The handler is
+installed from the main thread only (Python's rule); elsewhere only the shutdown request is hooked.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
+import time
 from types import FrameType
 from typing import Any
 
@@ -29,19 +37,64 @@ from .. import lifecycle
 
 log = logging.getLogger(__name__)
 
+#: seconds after a shutdown request by which the kernel process has ended, by itself: inside
+#: half of jupyter_client's default wait (5 s), after which the manager sends SIGTERM
+EXIT_AFTER = 2.0
+#: seconds SIGTERM waits for closers already running on another thread
+CLOSERS_WAIT = 2.0
+
 _previous: Any = None  # the SIGTERM handler before ours (None: ours is not installed)
 _kernel: Any = None  # the ipykernel Kernel whose do_shutdown is wrapped
 _terminating = False
+_closed = threading.Event()  # the closers have run to their end
 
 
 def run_closers(why: str) -> None:
-    """Close what the extension started, once per process."""
+    """Close what the extension started, once per process (a second caller waits, within
+    :data:`CLOSERS_WAIT`, for the first one's closers to end)."""
     global _terminating
     if _terminating:
+        _closed.wait(CLOSERS_WAIT)
         return
     _terminating = True
     log.info("%s: closing what gpudask started", why)
-    lifecycle.unload()
+    lifecycle.mark_ending()
+    try:
+        lifecycle.unload()
+    finally:
+        _closed.set()
+
+
+def _interrupt_running_cell() -> bool:
+    """Interrupt the cell the main thread runs, as Ctrl-C would: ipykernel lets SIGINT raise
+    ``KeyboardInterrupt`` only while it handles a message there (its own handler otherwise),
+    and the signal itself, sent to the main thread, ends a wait in a system call. Whether a cell
+    was running."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return False
+    log.info("the kernel shuts down while a cell runs: interrupting it")
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+    return True
+
+
+def _exit_by(deadline: float) -> None:
+    """End the process at ``deadline`` (monotonic seconds) if it is still here then: a cell in
+    a long C call outlives the interrupt, and the manager's SIGTERM would follow."""
+
+    def watch() -> None:
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        log.warning(
+            "the kernel is still running %.1f s after its shutdown request; exiting", EXIT_AFTER
+        )
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except Exception:  # a closed stream: nothing left to say
+                pass
+        os._exit(0)
+
+    threading.Thread(target=watch, name="gpudask-exit-after-shutdown", daemon=True).start()
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -58,10 +111,13 @@ def _wrap_do_shutdown(kernel: Any) -> None:
     original = kernel.do_shutdown
 
     def do_shutdown(restart: bool) -> Any:
+        asked = time.monotonic()
         try:
             run_closers("shutdown request" + (" (restart)" if restart else ""))
         except Exception:  # ipykernel must still shut down
             log.exception("closing on the kernel's shutdown request failed")
+        if _interrupt_running_cell():
+            _exit_by(asked + EXIT_AFTER)
         return original(restart)
 
     do_shutdown.gpudask = True  # type: ignore[attr-defined]
@@ -72,6 +128,7 @@ def install(shell: Any) -> None:
     """Hook the kernel's shutdown request (in a kernel) and SIGTERM (from the main thread)."""
     global _previous, _kernel, _terminating
     _terminating = False
+    _closed.clear()
     kernel = getattr(shell, "kernel", None)
     if kernel is not None and _kernel is None and hasattr(kernel, "do_shutdown"):
         _wrap_do_shutdown(kernel)

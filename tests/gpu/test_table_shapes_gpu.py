@@ -142,3 +142,22 @@ def test_repeated_labels_are_refused_for_cudf_in_words(client: Any, table: Table
     with pytest.raises(ConversionError):
         to_gpu(table.obj, distribute=True)
     assert held_keys(client) == 0
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.arange(3, dtype="complex64"),
+        np.arange(3, dtype="float16"),
+        pd.period_range("2024-01-01", periods=3, freq="D"),
+        pd.arrays.SparseArray([0.0, 1.5, 0.0]),
+    ],
+    ids=["complex", "float16", "period", "sparse"],
+)
+def test_what_is_refused_up_front_cudf_itself_refuses(values: Any) -> None:
+    """The up-front refusals (convert/refusals.py) say only what cuDF says itself."""
+    frame = pd.DataFrame({"c": values})
+    with pytest.raises(Exception):  # noqa: B017, PT011 - whichever cuDF raises
+        cudf.from_pandas(frame)
+    with pytest.raises(ConversionError, match="column 'c' holds"):
+        to_gpu(frame, require_gpu=True)

@@ -303,6 +303,26 @@ class RoomDir:
                     found.append(lease)
         return sorted(found, key=lambda lease: (lease.taken, lease.pid))
 
+    def prune(self) -> int:
+        """Remove this user's leases whose kernel is gone (what a SIGKILL left) and this user's
+        files that hold no lease; how many. Nothing is made when the directory is missing."""
+        try:
+            entries = list(os.scandir(self.path))
+        except OSError:
+            return 0
+        removed = 0
+        for entry in entries:
+            if not entry.name.endswith(SUFFIX) or entry.name.startswith("."):
+                continue
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != self.uid:
+                    continue
+            except OSError:
+                continue
+            if self._load(Path(entry.path)) is None and not os.path.lexists(entry.path):
+                removed += 1
+        return removed
+
     def write(self, lease: Lease) -> Path:
         """Write ``lease`` whole (a reader never sees half of it), readable by all, writable by
         its owner; a name taken by someone else's planted file is avoided, not fought."""
