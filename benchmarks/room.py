@@ -5,19 +5,27 @@ notebook-02-like flow: ``%gpu_cluster start``, a pandas frame, ``%%to_gpu``, a g
 ``%%to_cpu``, ``%gpu_cluster stop``. One student first runs the flow alone (the anchor, in the
 same run); then all N kernels, already started, get the flow within the same second.
 
-Printed, one table: students that finished, failed with the share error, or failed otherwise;
-holders per GPU (max − min); time to the first result (the groupby) per student, median and p95,
-against the student alone; peak memory per GPU against its capacity (NVML, sampled); and what
-was left after (processes, leases, registry files, shared memory).
+By default the instructor set nothing: no ``room-students``, so shares follow the holders present
+(``--plan`` sets ``room-students`` to N instead). ``--other-accounts K`` makes K local accounts
+before the room runs, ``--accounts-arriving K`` makes K more while the kernels start, as a
+JupyterHub makes each student's account at their first login (both need root; they are removed
+after); neither may change what anyone gets.
 
-    python benchmarks/room.py --students 16 [--frame 512MiB] [--greedy] [--oversize]
+Printed, one table over ``--runs`` rooms (median and min–max of each figure): students that
+finished, failed with the share error, or failed otherwise; holders per GPU (max − min); time to
+the first result (the groupby) per student, median and p95, against the student alone in the same
+room; peak memory per GPU against its capacity (NVML, sampled); and what was left after
+(processes, leases, registry files, shared memory).
+
+    python benchmarks/room.py --students 16 [--frame 512MiB] [--greedy] [--oversize] [--runs 5]
+    python benchmarks/room.py --students 16 --other-accounts 1 --accounts-arriving 16
     python benchmarks/room.py --students 6 --cpu      # no GPU: CPU clusters, seam GPUs
 
 ``--greedy``: one student starts with ``--rmm-pool-size 0.9``. ``--oversize``: one student's
 frame is larger than its share. Either must fail with the share error, alone. ``--cpu`` (automatic
 without a GPU) places the kernels on the room's test-seam GPUs (``--seam``, e.g. ``2:16GiB``).
 The exit status is 1 when a student failed for a reason other than the share error, when a
-greedy or oversize student did not get it, or when anything was left behind.
+greedy or oversize student did not get it, or when anything was left behind, in any run.
 """
 
 from __future__ import annotations
@@ -171,7 +179,7 @@ def _shm() -> set[str]:
         return set()
 
 
-def _holders(room_dir: Path, seam: str | None) -> dict[str, int]:
+def _holders(room_dir: Path) -> dict[str, int]:
     """Holders per GPU now, from the lease files."""
     from gpudask_jupyter.cluster.room import holder, placement
     from gpudask_jupyter.cluster.room.leases import RoomDir
@@ -186,23 +194,20 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def main() -> int:
-    from gpudask_jupyter.text.units import format_bytes, parse_bytes
+def _accounts(names: list[str], make: bool) -> None:
+    """Make (or remove) local accounts with a login shell, as a hub makes its students'."""
+    import subprocess
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--students", type=int, default=16)
-    parser.add_argument("--frame", default="256MiB", help="each student's frame")
-    parser.add_argument("--greedy", action="store_true", help="one student asks for a 0.9 pool")
-    parser.add_argument("--oversize", action="store_true", help="one student's frame > its share")
-    parser.add_argument("--cpu", action="store_true", help="CPU clusters on the seam's GPUs")
-    parser.add_argument("--seam", default="2:16GiB", help="with --cpu: the room's GPUs, N:SIZE")
-    args = parser.parse_args()
+    for name in names:
+        command = ["useradd", "-M", "-s", "/bin/bash", name] if make else ["userdel", name]
+        subprocess.run(command, check=make, capture_output=True)
 
-    from gpudask_jupyter.machine import nvml
 
-    cpu = args.cpu or not nvml.status().available
-    if cpu and (args.greedy or args.oversize):
-        parser.error("--greedy and --oversize need GPUs: a CPU cluster has no share to exceed")
+def _room(args: argparse.Namespace, cpu: bool, run: int) -> tuple[dict[str, Any], bool]:
+    """One room: the student alone, then all of them at once; its figures and whether it went
+    as it must."""
+    from gpudask_jupyter.text.units import parse_bytes
+
     work = Path(tempfile.mkdtemp(prefix="gpudask-room-bench-"))
     runtime = work / "runtime"
     runtime.mkdir(mode=0o700)
@@ -212,7 +217,7 @@ def main() -> int:
         "JUPYTER_RUNTIME_DIR": str(runtime),
         "DASK_GPUDASK__SHARED_MACHINE": "true",
         "DASK_GPUDASK__ROOM_DIR": str(room_dir),
-        "DASK_GPUDASK__ROOM_STUDENTS": str(args.students),
+        "DASK_GPUDASK__ROOM_STUDENTS": str(args.students if args.plan else 0),
         "DASK_GPUDASK__ROOM_GPUS": "1",
     }
     os.environ["DASK_GPUDASK__ROOM_DIR"] = str(room_dir)
@@ -229,10 +234,13 @@ def main() -> int:
     alone.run(_flow(frame, False), go)
     alone.close()
     if alone.first_result is None:
-        print(f"the student alone failed: {alone.said}", file=sys.stderr)
-        return 1
+        print(f"run {run}: the student alone failed: {alone.said}", file=sys.stderr)
+        return {}, False
 
-    print(f"starting {args.students} kernels…", file=sys.stderr, flush=True)
+    arriving = [f"gpudask-bench-{run}-{i}" for i in range(args.accounts_arriving)]
+    maker = threading.Thread(target=_accounts, args=(arriving, True), daemon=True)
+    maker.start()  # while the kernels start, as students log in
+    print(f"run {run}: starting {args.students} kernels…", file=sys.stderr, flush=True)
     with ThreadPoolExecutor(max_workers=8) as pool:
         students = list(pool.map(lambda _: Student(runtime, env), range(args.students)))
     flows = [_flow(frame, False) for _ in students]
@@ -241,7 +249,7 @@ def main() -> int:
         flows[0] = _flow(frame, True)
         special[0] = "greedy"
     if args.oversize:
-        share = _planned_share(args.students, cpu, args.seam)
+        share = _planned_share(args.students)
         index = 1 if args.greedy else 0
         flows[index] = _flow(int(1.2 * share), False)  # above the kernel's half, and the share
         special[index] = "oversize"
@@ -250,7 +258,7 @@ def main() -> int:
 
     def sample_holders() -> None:
         while not sampling.wait(0.1):
-            for uuid_, count in _holders(room_dir, args.seam if cpu else None).items():
+            for uuid_, count in _holders(room_dir).items():
                 holders_max[uuid_] = max(holders_max.get(uuid_, 0), count)
 
     watcher = threading.Thread(target=sample_holders, daemon=True)
@@ -261,9 +269,11 @@ def main() -> int:
     sampling.set()
     watcher.join()
     peaks.done.set()
+    maker.join()
     for student in students:
         student.close()
     time.sleep(2)
+    _accounts(arriving, False)
 
     import psutil
 
@@ -278,72 +288,111 @@ def main() -> int:
         if p.name.startswith("gpudask") and p.name != "gpudask-logs"
     ]
     left_shm = sorted(name for name in _shm() - shm_before if "gpudask" in name)
+    shutil.rmtree(work, ignore_errors=True)
 
     finished = [s for s in students if s.outcome == "finished"]
     share_errors = [i for i, s in enumerate(students) if s.outcome == "share error"]
     failed = [i for i, s in enumerate(students) if s.outcome == "failed"]
     times = [s.first_result for s in finished if s.first_result is not None]
     counts = list(holders_max.values()) or [0]
-    rows = [
-        ("students", f"{len(students)}" + (" (CPU clusters, seam GPUs)" if cpu else "")),
-        ("finished", str(len(finished))),
-        (
-            "failed with the share error",
-            f"{len(share_errors)} {sorted(special.get(i, 'plain') for i in share_errors)}",
-        ),
-        ("failed otherwise", str(len(failed))),
-        ("holders per GPU at most", f"{sorted(counts)} (max − min {max(counts) - min(counts)})"),
-        ("first result alone", f"{alone.first_result:.2f} s"),
-    ]
+    figures: dict[str, Any] = {
+        "finished": len(finished),
+        "failed with the share error": len(share_errors),
+        "  of them greedy or oversize": sum(1 for i in share_errors if i in special),
+        "failed otherwise": len(failed),
+        "holders per GPU, max − min": max(counts) - min(counts),
+        "first result alone (s)": alone.first_result,
+    }
     if times:
-        median, p95 = statistics.median(times), _percentile(times, 0.95)
-        rows.append(
-            ("first result, median", f"{median:.2f} s ({median / alone.first_result:.2f}× alone)")
-        )
-        rows.append(("first result, p95", f"{p95:.2f} s ({p95 / alone.first_result:.2f}× alone)"))
+        figures["first result, median (× alone)"] = statistics.median(times) / alone.first_result
+        figures["first result, p95 (× alone)"] = _percentile(times, 0.95) / alone.first_result
     for uuid_, peak in sorted(peaks.peaks.items()):
-        total = peaks.totals.get(uuid_, 0)
-        rows.append((f"peak memory {uuid_[:12]}", f"{format_bytes(peak)} of {format_bytes(total)}"))
-    contexts = [s.context for s in [alone, *students] if s.context]
-    if contexts:
-        rows.append(
-            (
-                "kernel's GPU memory after start (its CUDA context, not capped)",
-                f"{format_bytes(statistics.median(contexts))} median "
-                f"({format_bytes(min(contexts))}–{format_bytes(max(contexts))})",
-            )
+        figures[f"peak memory {uuid_[:12]} (GiB of {peaks.totals.get(uuid_, 0) / 2**30:.0f})"] = (
+            peak / 2**30
         )
-    rows.append(("left: processes", str(len(left_processes))))
-    rows.append(("left: leases", str(len(left_leases))))
-    rows.append(("left: registry files", str(len(left_files))))
-    rows.append(("left: shared memory", str(len(left_shm))))
-    shutil.rmtree(work, ignore_errors=True)
-    width = max(len(name) for name, _ in rows)
-    print(f"| {'room':<{width}} | result |")
-    print(f"| {'-' * width} | --- |")
-    for name, value in rows:
-        print(f"| {name:<{width}} | {value} |")
+    figures["left: processes"] = len(left_processes)
+    figures["left: leases"] = len(left_leases)
+    figures["left: registry files"] = len(left_files)
+    figures["left: shared memory"] = len(left_shm)
     for i in failed:
-        print(f"student {i} failed: {students[i].said[-600:]}", file=sys.stderr)
+        print(f"run {run}: student {i} failed: {students[i].said[-600:]}", file=sys.stderr)
     for i, what in special.items():
         if students[i].outcome != "share error":
             said = "\n".join(students[i].cells)[-3000:]
-            print(f"the {what} student {i} did not get the share error:\n{said}", file=sys.stderr)
+            print(f"run {run}: the {what} student {i} did not get the share error:\n{said}",
+                  file=sys.stderr)  # fmt: skip
     bad = bool(failed or left_processes or left_leases or left_files or left_shm)
     bad |= any(students[i].outcome != "share error" for i in special)
     bad |= len(share_errors) != len(special)
-    return 1 if bad else 0
+    return figures, not bad
 
 
-def _planned_share(students: int, cpu: bool, seam: str) -> int:
-    """The auto share a student gets in this room (for ``--oversize``)."""
-    from gpudask_jupyter.cluster.room import holder, placement
+def _shown(values: list[Any]) -> str:
+    """A figure over the runs: its median and, over several runs, its spread."""
+    median = statistics.median(values)
+    if all(isinstance(v, int) for v in values):
+        spread = f"{min(values)}–{max(values)}"
+        text = f"{median:g}"
+    else:
+        spread = f"{min(values):.2f}–{max(values):.2f}"
+        text = f"{median:.2f}"
+    return text if len(values) == 1 or min(values) == max(values) else f"{text} ({spread})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=16)
+    parser.add_argument("--frame", default="256MiB", help="each student's frame")
+    parser.add_argument("--greedy", action="store_true", help="one student asks for a 0.9 pool")
+    parser.add_argument("--oversize", action="store_true", help="one student's frame > its share")
+    parser.add_argument("--plan", action="store_true", help="room-students = --students")
+    parser.add_argument("--other-accounts", type=int, default=0, help="accounts made before")
+    parser.add_argument("--accounts-arriving", type=int, default=0, help="made as kernels start")
+    parser.add_argument("--runs", type=int, default=1, help="rooms, one after the other")
+    parser.add_argument("--cpu", action="store_true", help="CPU clusters on the seam's GPUs")
+    parser.add_argument("--seam", default="2:16GiB", help="with --cpu: the room's GPUs, N:SIZE")
+    args = parser.parse_args()
+
+    from gpudask_jupyter.machine import nvml
+
+    cpu = args.cpu or not nvml.status().available
+    if cpu and (args.greedy or args.oversize):
+        parser.error("--greedy and --oversize need GPUs: a CPU cluster has no share to exceed")
+    if (args.other_accounts or args.accounts_arriving) and os.getuid() != 0:
+        parser.error("--other-accounts and --accounts-arriving make accounts: run as root")
+    others = [f"gpudask-bench-other-{i}" for i in range(args.other_accounts)]
+    _accounts(others, True)
+    try:
+        rooms = [_room(args, cpu, run) for run in range(args.runs)]
+    finally:
+        _accounts(others, False)
+    good = all(ok for _, ok in rooms) and all(figures for figures, _ in rooms)
+    runs = [figures for figures, _ in rooms if figures]
+    names = list(dict.fromkeys(name for figures in runs for name in figures))
+    plan = f"room-students {args.students}" if args.plan else "room-students unset"
+    accounts = f", {args.other_accounts} other account(s)" if args.other_accounts else ""
+    accounts += (
+        f", {args.accounts_arriving} made as the kernels start" if args.accounts_arriving else ""
+    )
+    where = " (CPU clusters, seam GPUs)" if cpu else ""
+    title = f"{args.students} students, {plan}{accounts}{where}; {len(runs)} run(s)"
+    width = max([len(name) for name in names] + [len("room")])
+    print(f"| {'room':<{width}} | {title} |")
+    print(f"| {'-' * width} | --- |")
+    for name in names:
+        values = [figures[name] for figures in runs if name in figures]
+        print(f"| {name:<{width}} | {_shown(values)} |")
+    return 0 if good else 1
+
+
+def _planned_share(students: int) -> int:
+    """The share a student gets once all ``students`` hold a part of one GPU (for
+    ``--oversize``): equal parts of the GPU, contexts set aside."""
+    from gpudask_jupyter.cluster.room import holder, placement, shares
 
     devices = holder.room_devices()
-    plan = placement.planned_holders(students, 1, len(devices), 0)
-    return (
-        devices[0].memory_total // plan - placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
-    )
+    per_gpu = placement.planned_holders(students, 1, len(devices), 0)
+    return shares.usable(devices[0].memory_total, per_gpu) // per_gpu
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     global _magics
     from .cluster import prewarm
     from .lifecycle import leftovers, shutdown
-    from .magics import completion
+    from .magics import completion, out_of_memory
     from .magics.gpudask_magics import GpuDaskMagics
 
     leftovers.remove()
@@ -54,6 +54,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     ipython.register_magics(_magics)
     ipython.configurables.append(_magics)
     completion.install(ipython)
+    out_of_memory.install(ipython)
     shutdown.install(ipython)
     prewarm.after_cell(ipython)
 
@@ -65,12 +66,13 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
     from . import config, lifecycle
     from .cluster import prewarm
     from .lifecycle import shutdown
-    from .magics import completion
+    from .magics import completion, out_of_memory
 
     prewarm.cancel()
     lifecycle.unload()
     shutdown.uninstall()
     completion.uninstall(ipython)
+    out_of_memory.uninstall(ipython)
     if _magics is not None:
         table = ipython.magics_manager.magics
         for kind, names in _magics.magics.items():

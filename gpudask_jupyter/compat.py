@@ -309,6 +309,20 @@ def persisted_frame(template: Any, graph: Mapping[Any, Any], meta: Any) -> Any:
     return rebuild(graph, meta, *args[1:])
 
 
+def set_device_spill_limit(worker: Any, limit: int) -> bool:
+    """Have a dask-cuda worker spill device data to host memory above ``limit`` bytes from now
+    on; False where it keeps no such buffer (JIT-unspill, or no device limit).
+
+    dask-cuda's ``DeviceHostFile`` (``worker.data``) keeps device data in ``device_buffer``, a
+    ``zict.Buffer`` whose ``n`` is the limit (private attribute; dask-cuda 25.10 – 26.10, zict 3).
+    """
+    buffer = getattr(getattr(worker, "data", None), "device_buffer", None)
+    if buffer is None or not hasattr(buffer, "n"):
+        return False
+    buffer.n = limit
+    return True
+
+
 # -- pandas ----------------------------------------------------------------------------------------
 
 

@@ -137,8 +137,10 @@ OPTIONS: dict[str, Option] = {
             _auto_or_bool,
             "Whether other people use this machine. On a shared machine `%gpu_cluster start` "
             "serves no dashboard unless asked (it has no authentication: every local user could "
-            "read it). `auto` looks for other people's accounts (a uid from `UID_MIN` on, with a "
-            "login shell) and processes; `true` or `false` decides without looking.",
+            "read it), and a start takes its share of the GPUs (the room). `auto` looks for "
+            "other people here now: processes of other people (a uid from `UID_MIN` on), other "
+            "users logged in, other JupyterHub servers of this account; an account alone is no "
+            "one. `true` or `false` decides without looking.",
         ),
         Option(
             "prewarm",
@@ -219,15 +221,17 @@ OPTIONS: dict[str, Option] = {
             "auto",
             parse_share,
             "The part of a GPU's memory each holder may take on a shared machine, half for the "
-            "kernel and half for its worker: `auto` (the GPU divided among the holders it is "
-            "planned for, CUDA contexts set aside), a fraction (`0.25`) or a size (`12GiB`).",
+            "kernel and half for its worker: `auto` (with `room-students` 0, an equal part of "
+            "what the GPU's holders do not hold, following them as they come and go; with "
+            "`room-students`, the GPU divided among the students planned; CUDA contexts set "
+            "aside either way), a fraction (`0.25`) or a size (`12GiB`).",
         ),
         Option(
             "room-students",
             0,
             _positive_int,
             "Students the shared machine is planned for (the `auto` share divides each GPU "
-            "among them, spread over the GPUs); 0: the people with an account here.",
+            "among them, spread over the GPUs); 0: no plan, shares follow the holders present.",
         ),
         Option(
             "room-names",

@@ -9,10 +9,39 @@ one-line ``UsageError`` so that a user sees the sentence, not a traceback from i
 
 from __future__ import annotations
 
+import re
+import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass
+
+_OUT_OF_MEMORY = re.compile(r"out[ _]of[ _](?:device[ _]|gpu[ _]|host[ _])?memory", re.IGNORECASE)
+#: how CUDA, RMM and CuPy say that device memory ran out (a host MemoryError says none of it)
+_DEVICE_OUT_OF_MEMORY = re.compile(
+    r"bad_alloc|out_of_memory|Exceeded memory limit|cudaErrorMemoryAllocation|"
+    r"CUDA_ERROR_OUT_OF_MEMORY|out of (?:device|gpu) memory",
+    re.IGNORECASE,
+)
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` says a host or device allocation failed: CuPy's ``OutOfMemoryError``,
+    ``MemoryError`` (cuDF's ``std::bad_alloc`` too), or "out of (device) memory" in any
+    spelling. The one rule, in the kernel and for what a worker sent back."""
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(err, cupy.cuda.memory.OutOfMemoryError):
+        return True
+    return isinstance(err, MemoryError) or bool(_OUT_OF_MEMORY.search(str(err)))
+
+
+def is_device_out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` says GPU memory ran out (RMM's ``bad_alloc``, CuPy's error, CUDA's),
+    not host memory."""
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(err, cupy.cuda.memory.OutOfMemoryError):
+        return True
+    return is_out_of_memory(err) and bool(_DEVICE_OUT_OF_MEMORY.search(str(err)))
 
 
 class GpuDaskError(Exception):

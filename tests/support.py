@@ -189,7 +189,10 @@ def kernel_factory(runtime_dir: Path) -> Iterator[Any]:
 
     started: list[tuple[Any, Any]] = []
 
-    def start() -> tuple[Any, Any]:
+    def start(forward_fds: bool = False) -> tuple[Any, Any]:
+        """``forward_fds``: without pytest's variable in its environment, so that the kernel
+        shows what its child processes write to stdout and stderr in the cells, as in a
+        notebook (ipykernel does not watch those under pytest)."""
         kernel_id = str(uuid.uuid4())
         km = KernelManager(
             kernel_name="python3",
@@ -197,7 +200,10 @@ def kernel_factory(runtime_dir: Path) -> Iterator[Any]:
             connection_file=str(runtime_dir / f"kernel-{kernel_id}.json"),
         )
         km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-        km.start_kernel()
+        if forward_fds:
+            km.start_kernel(env={k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"})
+        else:
+            km.start_kernel()
         kc = km.client()
         kc.start_channels()
         kc.wait_for_ready(timeout=60)

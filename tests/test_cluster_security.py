@@ -28,7 +28,7 @@ from gpudask_jupyter.errors import ClusterError
 
 START = "start --n-workers 1 --threads-per-worker 1 --memory-limit 1GB"
 ALONE = local_users.Others()
-SHARED = local_users.Others(accounts=("alice", "bob"))
+SHARED = local_users.Others(running=("alice", "bob"))
 
 # -- who else is here: accounts and processes ----------------------------------------------------
 
@@ -39,25 +39,74 @@ def _files(tmp_path: Path, passwd: str, login_defs: str = "") -> tuple[Path, Pat
     return tmp_path / "passwd", tmp_path / "login.defs"
 
 
-def test_other_people_are_accounts_with_a_login_shell_from_uid_min(tmp_path: Path) -> None:
-    passwd, defs = _files(
-        tmp_path,
-        "root:x:0:0:root:/root:/bin/bash\n"
-        "daemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n"
-        "me:x:1000:1000::/home/me:/bin/bash\n"
-        "alice:x:1001:1001::/home/alice:/bin/zsh\n"
-        "svc:x:1002:1002::/srv:/usr/sbin/nologin\n"
-        "locked:x:1003:1003::/:/bin/false\n"
-        "nobody:x:65534:65534::/nonexistent:/bin/sh\n"
-        "broken line\n",
+#: a cloud or container image: root, system accounts, and an idle default login account
+IMAGE_PASSWD = (
+    "root:x:0:0:root:/root:/bin/bash\n"
+    "daemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n"
+    "ubuntu:x:1000:1000:Ubuntu:/home/ubuntu:/bin/bash\n"
+    "nobody:x:65534:65534::/nonexistent:/bin/sh\n"
+    "broken line\n"
+)
+
+
+def _proc(tmp_path: Path, *owners: int) -> Path:
+    """A /proc of a container: one entry per process, owned by ``owners``, with a command line
+    and an empty environment."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    for pid, uid in enumerate(owners, start=1):
+        entry = proc / str(pid)
+        entry.mkdir()
+        (entry / "cmdline").write_bytes(b"python\0-m\0ipykernel_launcher\0")
+        (entry / "environ").write_bytes(b"")
+        os.chown(entry, uid, uid)
+    return proc
+
+
+def test_an_idle_account_of_the_image_is_no_one(tmp_path: Path) -> None:
+    """Root alone in a container whose image has an ``ubuntu`` account with a login shell:
+    the account exists, nobody is here, the machine is not shared."""
+    passwd, defs = _files(tmp_path, IMAGE_PASSWD)
+    found = local_users.others(passwd, defs, _proc(tmp_path, 0, 0), own_uid=0, sessions=[])
+    assert not found
+    assert found.describe() == ""
+
+
+def test_a_process_of_another_person_makes_it_shared_and_says_so(tmp_path: Path) -> None:
+    passwd, defs = _files(tmp_path, IMAGE_PASSWD)
+    found = local_users.others(passwd, defs, _proc(tmp_path, 0, 1000), own_uid=0, sessions=[])
+    assert found.running == ("ubuntu",)
+    assert found.describe() == "ubuntu"
+    assert found.evidence() == (
+        "processes of ubuntu (set the shared-machine option to false if this is yours alone)"
     )
-    empty = tmp_path / "proc"
-    empty.mkdir()
-    found = local_users.others(passwd, defs, empty, own_uid=1000)
-    assert found.accounts == ("alice",)
-    assert found and found.describe() == "alice"
-    alone = local_users.others(passwd, defs, empty, own_uid=1001)
-    assert alone.accounts == ("me",)
+    (tmp_path / "daemons").mkdir()
+    daemons = _proc(tmp_path / "daemons", 1, 65534)
+    system = local_users.others(passwd, defs, daemons, own_uid=0, sessions=[])
+    assert not system  # daemons and nobody are not people
+
+
+def test_a_login_session_of_another_user_makes_it_shared(tmp_path: Path) -> None:
+    passwd, defs = _files(tmp_path, IMAGE_PASSWD)
+    found = local_users.others(passwd, defs, _proc(tmp_path, 0), own_uid=0, sessions=["ubuntu"])
+    assert found.sessions == ("ubuntu",) and found
+    assert "ubuntu logged in" in found.evidence()
+
+
+def test_other_jupyterhub_servers_of_one_shared_account_are_other_people(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Students of a hub that runs every server as one account are told apart by the hub user
+    each server's environment names."""
+    passwd, defs = _files(tmp_path, IMAGE_PASSWD)
+    proc = _proc(tmp_path, os.getuid(), os.getuid())
+    for pid, user in ((1, b"student-1"), (2, b"student-2")):
+        (proc / str(pid) / "cmdline").write_bytes(b"python\0/usr/bin/jupyterhub-singleuser\0")
+        (proc / str(pid) / "environ").write_bytes(b"HOME=/home\0JUPYTERHUB_USER=" + user + b"\0")
+    monkeypatch.setenv("JUPYTERHUB_USER", "student-1")
+    found = local_users.others(passwd, defs, proc, own_uid=os.getuid(), sessions=[])
+    assert found.hub == ("student-2",)
+    assert "the JupyterHub servers of student-2" in found.evidence()
 
 
 def test_uid_min_comes_from_login_defs(tmp_path: Path) -> None:
@@ -65,13 +114,9 @@ def test_uid_min_comes_from_login_defs(tmp_path: Path) -> None:
         tmp_path, "old:x:600:600::/home/old:/bin/sh\n", "# comment\nUID_MIN   500\n"
     )
     assert local_users.uid_min(defs) == 500
-    assert local_users.others(passwd, defs, tmp_path, own_uid=0).accounts == ("old",)
+    found = local_users.others(passwd, defs, _proc(tmp_path, 600), own_uid=0, sessions=[])
+    assert found.running == ("old",)
     assert local_users.uid_min(tmp_path / "missing") == local_users.DEFAULT_UID_MIN
-
-
-def test_nobody_alone_is_no_one(tmp_path: Path) -> None:
-    passwd, defs = _files(tmp_path, "nobody:x:65534:65534::/nonexistent:/bin/sh\n")
-    assert not local_users.others(passwd, defs, tmp_path, own_uid=0)
 
 
 @pytest.fixture(scope="module")
@@ -80,16 +125,16 @@ def other() -> Iterator[pwd.struct_passwd]:
         yield user
 
 
-def test_a_real_second_user_and_its_processes_are_found(other: pwd.struct_passwd) -> None:
-    found = local_users.others()
-    assert other.pw_name in found.accounts
+def test_a_real_second_user_counts_only_while_its_processes_run(
+    other: pwd.struct_passwd,
+) -> None:
+    assert other.pw_name not in local_users.others(sessions=[]).running  # an account alone
     sleeper = subprocess.Popen(["sleep", "60"], user=other.pw_uid, group=other.pw_gid)
     try:
         time.sleep(0.2)
-        assert other.pw_name in local_users.others().running
+        assert other.pw_name in local_users.others(sessions=[]).running
         empty = Path("/nonexistent-passwd")  # without its account: the process alone tells
-        assert other.pw_name not in local_users.others(passwd=empty).accounts
-        assert local_users.others(passwd=empty).running  # shown as "uid N"
+        assert local_users.others(passwd=empty, sessions=[]).running  # shown as "uid N"
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -120,7 +165,10 @@ def test_tls_is_the_default_and_the_dashboard_follows_who_is_here() -> None:
     assert alone.tls and alone.dashboard == "127.0.0.1:0" and alone.warnings == ()
     shared = decide(StartOptions(), SHARED)
     assert shared.tls and shared.dashboard is None and shared.warnings == ()
-    assert "dashboard: off (other people use this machine: alice, bob)" in shared.reach(None)
+    assert (
+        "dashboard: off (other people use this machine: processes of alice, bob (set the "
+        "shared-machine option to false if this is yours alone))"
+    ) in shared.reach(None)
     assert "only holders of this cluster's own TLS certificate" in shared.reach(None)
 
 
@@ -193,11 +241,31 @@ def test_shared_machine_option_decides_the_dashboard(shell, capsys) -> None:
 # -- a real second local user ---------------------------------------------------------------------
 
 
+def test_a_lone_user_beside_an_idle_account_gets_the_dashboard_and_no_room(
+    shell, other: pwd.struct_passwd, capsys
+) -> None:
+    """As root in a container whose image has a login account nobody uses (an ``ubuntu``):
+    on ``auto`` the machine is this user's alone, so the cluster has its dashboard and the
+    start is not placed on a share."""
+    shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'auto'")
+    shell.run_line_magic("config", "GpuDaskMagics.room_gpus = 1")
+    shell.run_line_magic("gpu_cluster", START)
+    out = capsys.readouterr().out
+    assert session.current().dashboard_link.startswith("http://127.0.0.1:"), out
+    assert "room:" not in out and "other people use this machine" not in out, out
+
+
 def test_another_user_cannot_use_a_default_cluster(
     shell, other: pwd.struct_passwd, runtime_dir: Path
 ) -> None:
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'auto'")
-    client = shell.run_line_magic("gpu_cluster", START)
+    # the other user is here now (a process of theirs runs): the machine counts as shared
+    here = subprocess.Popen(["sleep", "120"], user=other.pw_uid, group=other.pw_gid)
+    try:
+        client = shell.run_line_magic("gpu_cluster", START)
+    finally:
+        here.kill()
+        here.wait()
     (entry,) = registry.read_all(runtime_dir).values()
     assert entry.tls is not None
     http = session.current().cluster.scheduler.http_server.port

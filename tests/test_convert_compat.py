@@ -123,6 +123,6 @@ def test_free_memory_that_cannot_be_read_is_left_out_and_logged(caplog, monkeypa
     ],
 )
 def test_one_rule_says_out_of_memory(error: BaseException, expected: bool) -> None:
-    from gpudask_jupyter.convert.failures import is_out_of_memory
+    from gpudask_jupyter.errors import is_out_of_memory
 
     assert is_out_of_memory(error) is expected

@@ -14,7 +14,7 @@ from typing import Any
 import psutil
 import pytest
 from jupyter_client.manager import KernelManager
-from support import DaskProcesses, spawned_workers, wait_gone
+from support import DaskProcesses, kernel_factory, spawned_workers, wait_gone
 from test_kernel_lifecycle import run
 
 pytestmark = pytest.mark.timeout(240)
@@ -75,3 +75,26 @@ def test_a_killed_kernel_leaves_no_worker(kernel, scheduler: DaskProcesses) -> N
     os.kill(km.provisioner.process.pid, signal.SIGKILL)  # no handler runs
     assert wait_gone(workers) == []  # they end with their parent's pipe
     _scheduler_sees_only_its_own(scheduler)
+
+
+def test_join_and_leave_show_nothing_of_distributeds_logging(
+    runtime_dir: Path, scheduler: DaskProcesses
+) -> None:
+    """What the worker processes log before their preload sends their stderr to the kernel's
+    log file (distributed's "Creating preload" lines) stays out of the cell, as for a start."""
+    with kernel_factory(runtime_dir) as start:
+        _, kc = start(forward_fds=True)
+        _join_and_leave_say_nothing_of_dask(kc, scheduler)
+
+
+def _join_and_leave_say_nothing_of_dask(kc: Any, scheduler: DaskProcesses) -> None:
+    joined = run(
+        kc,
+        "%load_ext gpudask_jupyter\n"
+        f"client = %gpu_cluster join {scheduler.address} --n-workers 2 --memory-limit 1GB",
+    )
+    assert joined["status"] == "ok", joined["output"]
+    left = run(kc, "%gpu_cluster leave")
+    assert left["status"] == "ok", left["output"]
+    for said in (joined["output"], left["output"]):
+        assert "distributed." not in said and " - INFO - " not in said, said

@@ -246,7 +246,9 @@ def test_gpus_by_hand_are_leased_and_a_crowded_one_is_said(
             directory.write(
                 leases.Lease(os.getuid(), "me", other.pid, started, "k", [share], now, now)
             )
-        with dask.config.set({"gpudask.room-dir": str(room_env)}):
+        # the instructor's plan (room_env's, set here too: dask may have read the environment
+        # before the fixture set it)
+        with dask.config.set({"gpudask.room-dir": str(room_env), "gpudask.room-students": 4}):
             held = holder.take(devices, [devices[0]], None)
             try:
                 assert [d.uuid for d in held.devices] == [devices[0].uuid]

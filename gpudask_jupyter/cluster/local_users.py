@@ -1,12 +1,19 @@
-"""Whether other people use this machine: it decides whether a started cluster serves a dashboard.
+"""Whether other people use this machine now: it decides the dashboard and the room.
 
 The Dask dashboard has no authentication, and loopback is no boundary: every local user can open
-``http://127.0.0.1:PORT``. So the dashboard starts by default only where nobody else is: no other
-human account (a uid at or above ``UID_MIN`` of ``/etc/login.defs``, 1000 unless it says
-otherwise, with a login shell) and no process of another such uid. ``nobody`` and system accounts
-do not count. Both checks read small files only (``/etc/passwd``, one ``stat`` per ``/proc``
-entry), so the answer costs about a millisecond; the paths are arguments, so tests can hand in
-their own files.
+``http://127.0.0.1:PORT``. So the dashboard starts by default only where nobody else is, and on a
+machine other people use a start takes its share of the GPUs (:mod:`.room`). "Other people" is
+decided on evidence that they are here now, not on accounts that merely exist (images carry an
+idle ``ubuntu`` account, and a JupyterHub makes each student's account at their first login):
+
+* a process of another person (a uid at or above ``UID_MIN`` of ``/etc/login.defs``, 1000 unless
+  it says otherwise; ``nobody`` and system accounts do not count);
+* a session of another user logged in (utmp, as ``who`` shows);
+* another JupyterHub single-user server, even of this uid (servers of one shared account name
+  their hub user in their environment).
+
+The checks read small files only (one ``stat`` per ``/proc`` entry, the command lines of this
+user's processes), about a millisecond; the paths are arguments, so tests hand in their own.
 """
 
 from __future__ import annotations
@@ -22,28 +29,44 @@ log = logging.getLogger(__name__)
 DEFAULT_UID_MIN = 1000
 #: uids of the unprivileged "nobody" accounts, never a person
 NOBODY_UIDS = frozenset({65534, 65535, 4294967294})
-#: shells that refuse a login
-NO_LOGIN = ("nologin", "false", "sync", "shutdown", "halt")
 
 
 @dataclass(frozen=True)
 class Others:
-    """The other people found on this machine: their accounts, and who of them runs processes."""
+    """The other people found here now, and what shows they are here."""
 
-    accounts: tuple[str, ...] = ()
     running: tuple[str, ...] = ()  # owners of running processes: names, or "uid N"
+    sessions: tuple[str, ...] = ()  # users logged in (utmp)
+    hub: tuple[str, ...] = ()  # hub users of other JupyterHub servers of this account
     reason: str = ""  # set when the answer was given, not looked for (the shared-machine option)
 
     def __bool__(self) -> bool:
-        return bool(self.accounts or self.running or self.reason)
+        return bool(self.running or self.sessions or self.hub or self.reason)
 
     def describe(self) -> str:
         """``alice, bob, uid 1003``: at most four names, for one line."""
         if self.reason:
             return self.reason
-        names = list(dict.fromkeys([*self.running, *self.accounts]))
+        names = list(dict.fromkeys([*self.running, *self.sessions, *self.hub]))
         shown = ", ".join(names[:4])
         return shown + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+    def evidence(self) -> str:
+        """What made the machine shared, in words, with how to say otherwise."""
+        if self.reason:
+            return self.reason
+        said = []
+        if self.running:
+            said.append(f"processes of {_few(self.running)}")
+        if self.sessions:
+            said.append(f"{_few(self.sessions)} logged in")
+        if self.hub:
+            said.append(f"the JupyterHub servers of {_few(self.hub)}")
+        return "; ".join(said) + " (set the shared-machine option to false if this is yours alone)"
+
+
+def _few(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def uid_min(login_defs: Path = Path("/etc/login.defs")) -> int:
@@ -78,18 +101,6 @@ def _accounts(passwd: Path) -> list[tuple[str, int, str]]:
     return found
 
 
-def human_accounts(accounts: list[tuple[str, int, str]], first: int, own: int) -> list[str]:
-    """The names of ``accounts`` that are people other than ``own``: a uid from ``first`` on,
-    not ``nobody``, with a shell that allows a login (an empty one means ``/bin/sh``)."""
-    return [
-        name
-        for name, uid, shell in accounts
-        if name != "nobody"
-        and _is_person(uid, first, own)
-        and os.path.basename(shell) not in NO_LOGIN
-    ]
-
-
 def process_uids(proc: Path, first: int, own: int) -> list[int]:
     """uids of people other than ``own`` that run a process (all of them unless ``/proc`` hides
     other users' processes; the accounts check still sees those people)."""
@@ -109,18 +120,73 @@ def process_uids(proc: Path, first: int, own: int) -> list[int]:
     return sorted(uids)
 
 
+def _hub_user(environ: bytes) -> str | None:
+    for item in environ.split(b"\0"):
+        if item.startswith(b"JUPYTERHUB_USER="):
+            return item.partition(b"=")[2].decode(errors="replace")
+    return None
+
+
+def hub_servers(proc: Path, own_uid: int, own_hub_user: str | None) -> list[str]:
+    """The hub users of JupyterHub single-user servers of this uid other than this one's: on a
+    hub whose students share one account, each student's server is one of them."""
+    found: set[str] = set()
+    try:
+        entries = list(os.scandir(proc))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != own_uid:
+                continue
+            with open(os.path.join(entry.path, "cmdline"), "rb") as handle:
+                if b"jupyterhub-singleuser" not in handle.read(4096):
+                    continue
+            with open(os.path.join(entry.path, "environ"), "rb") as handle:
+                user = _hub_user(handle.read(1 << 20))
+        except OSError:  # ended meanwhile, or not readable
+            continue
+        if user and user != own_hub_user:
+            found.add(user)
+    return sorted(found)
+
+
+def logged_in(own: str) -> list[str]:
+    """Users with a login session now (utmp), other than ``own``."""
+    try:
+        import psutil
+
+        return sorted({user.name for user in psutil.users() if user.name and user.name != own})
+    except Exception:  # no utmp here (a container): nobody is logged in that way
+        log.debug("cannot read the login sessions", exc_info=True)
+        return []
+
+
 def others(
     passwd: Path = Path("/etc/passwd"),
     login_defs: Path = Path("/etc/login.defs"),
     proc: Path = Path("/proc"),
     own_uid: int | None = None,
+    sessions: list[str] | None = None,
 ) -> Others:
-    """Other people on this machine, from its accounts and its running processes."""
+    """Other people here now: their processes, their sessions, other hub servers of this
+    account. ``passwd`` only names uids; an account alone is no one."""
+    import pwd
+
     own = os.getuid() if own_uid is None else own_uid
     first = uid_min(login_defs)
-    accounts = _accounts(passwd)
-    names = {uid: name for name, uid, _ in accounts}
-    people = human_accounts(accounts, first, own)
+    names = {uid: name for name, uid, _ in _accounts(passwd)}
     running = [names.get(uid, f"uid {uid}") for uid in process_uids(proc, first, own)]
-    log.debug("other people here: accounts %s, running processes %s", people, running)
-    return Others(tuple(people), tuple(running))
+    try:
+        own_name = pwd.getpwuid(own).pw_name
+    except KeyError:
+        own_name = f"uid {own}"
+    if sessions is None:
+        sessions = logged_in(own_name)
+    hub = hub_servers(proc, own, os.environ.get("JUPYTERHUB_USER"))
+    log.debug(
+        "other people here: processes %s, sessions %s, hub servers %s", running, sessions, hub
+    )
+    return Others(tuple(running), tuple(sessions), tuple(hub))

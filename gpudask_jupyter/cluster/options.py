@@ -321,9 +321,13 @@ def join_keywords(
     ``devices``, one nanny per GPU, each bound to its GPU as ``LocalCUDACluster`` binds it) or
     for each ``distributed.Nanny`` (without), with :func:`cluster_keywords`' defaults: ``GPU=1``
     on a GPU worker, one thread per GPU worker; CPU workers share the cores this kernel may use.
-    No dashboard: a worker's HTTP port (on the worker's own address) answers a health check."""
+    No dashboard: a worker's HTTP port (on the worker's own address) answers a health check.
+    Their processes log warnings only, as ``LocalCluster``'s do: what they say before the preload
+    sends their stderr to the kernel's log file (the preload's own INFO lines) would otherwise
+    show in the cell."""
     keywords: dict[str, Any] = {
         "preload": [WORKER_PRELOAD],
+        "silence_logs": logging.WARNING,
         "security": security,
         "dashboard": False,
         "dashboard_address": None,  # the worker's own address, a free port

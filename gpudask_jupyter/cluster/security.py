@@ -58,6 +58,7 @@ class Access:
     dashboard: str | None
     others: str  # the other people here, described ("" when none)
     warnings: tuple[str, ...] = ()
+    shared_because: str = ""  # what made the machine shared, with how to say otherwise
 
     def reach(self, dashboard_link: str | None) -> str:
         """One line: who can connect to the cluster and who can read its dashboard."""
@@ -70,7 +71,9 @@ class Access:
             cluster = f"anyone who can reach {self.host} (plain TCP): they can run code as you"
         if dashboard_link is None:
             dashboard = (
-                f"off (other people use this machine: {self.others})" if self.others else "off"
+                f"off (other people use this machine: {self.shared_because or self.others})"
+                if self.others
+                else "off"
             )
         else:
             host = self.dashboard.rpartition(":")[0] if self.dashboard else self.host
@@ -102,7 +105,12 @@ def decide(opts: StartOptions, others: local_users.Others | None = None) -> Acce
         )
     dashboard = _dashboard(opts, others, warnings)
     return Access(
-        opts.tls, opts.host, dashboard, others.describe() if others else "", tuple(warnings)
+        opts.tls,
+        opts.host,
+        dashboard,
+        others.describe() if others else "",
+        tuple(warnings),
+        others.evidence() if others else "",
     )
 
 

@@ -8,6 +8,9 @@ processes exit when the pipe from their parent closes, whatever their group.
 
 A worker's stderr is the kernel's, which ipykernel shows in a cell: it goes to the kernel's
 Dask log file instead (:mod:`.logs`), where the kernel says it is.
+
+On a shared machine, the worker of a kernel holding an elastic share caps its own GPU
+allocations and follows the share (:mod:`.room.worker_share`).
 """
 
 from __future__ import annotations
@@ -26,10 +29,24 @@ def dask_setup(worker: Any) -> None:
         log.debug("the worker stays in its parent's process group", exc_info=True)
     target = os.environ.get("GPUDASK_WORKER_LOG")  # logs.WORKER_LOG: not imported, kept light
     if target:
-        try:
-            descriptor = os.open(target, os.O_WRONLY | os.O_APPEND)
-        except OSError:  # gone, or not ours: the cell shows it then
-            log.debug("the worker's stderr stays the kernel's", exc_info=True)
-            return
-        os.dup2(descriptor, 2)
-        os.close(descriptor)
+        _stderr_to(target)
+    _follow_share(worker)
+
+
+def _stderr_to(target: str) -> None:
+    try:
+        descriptor = os.open(target, os.O_WRONLY | os.O_APPEND)
+    except OSError:  # gone, or not ours: the cell shows it then
+        log.debug("the worker's stderr stays the kernel's", exc_info=True)
+        return
+    os.dup2(descriptor, 2)
+    os.close(descriptor)
+
+
+def _follow_share(worker: Any) -> None:
+    try:
+        from .room import worker_share
+
+        worker_share.start(worker)
+    except Exception:  # a worker without its cap still runs; the room view shows its memory
+        log.warning("this worker cannot follow its share of the GPU", exc_info=True)

@@ -12,6 +12,7 @@ import sys
 import traceback
 from typing import Any
 
+from ..errors import is_out_of_memory
 from ..text.units import format_bytes
 from .report import nbytes_of
 
@@ -37,7 +38,6 @@ class ColumnFailure(Exception):
         self.dtype = dtype
 
 
-_OUT_OF_MEMORY = re.compile(r"out[ _]of[ _](?:device[ _]|gpu[ _]|host[ _])?memory", re.IGNORECASE)
 #: where libcudf's C++ raised, which says nothing to the user: "CUDF failure at: FILE:LINE: "
 _WHERE_RAISED = re.compile(r"(?:CUDF|RMM) failure at:\s*\S+?:\d+:\s*")
 #: what a library raises to say it cannot take something; anything else is a bug, said as such
@@ -48,16 +48,6 @@ def library_text(err: BaseException) -> str:
     """What ``err`` says, for a sentence: its first line, without where in C++ it was raised."""
     lines = str(err).strip().splitlines()
     return _WHERE_RAISED.sub("", lines[0] if lines else "").strip() or type(err).__name__
-
-
-def is_out_of_memory(err: BaseException) -> bool:
-    """Whether ``err`` says a host or device allocation failed: CuPy's ``OutOfMemoryError``,
-    ``MemoryError`` (cuDF's ``std::bad_alloc`` too), or "out of (device) memory" in any
-    spelling. The one rule, in the kernel and for what a worker sent back."""
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(err, cupy.cuda.memory.OutOfMemoryError):
-        return True
-    return isinstance(err, MemoryError) or bool(_OUT_OF_MEMORY.search(str(err)))
 
 
 def _free_device_memory() -> str:

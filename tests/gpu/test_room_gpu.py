@@ -104,3 +104,112 @@ def test_two_students_on_one_gpu_each_get_a_share_and_the_room_counts_them(
     room = run(first, "%gpu_cluster room")["output"]
     assert "The room: 1 GPU(s), 2 holders" in room, room
     assert "you (kernel" in room
+
+
+@pytest.fixture
+def no_plan(kernels: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The room as an instructor who set nothing leaves it: shares follow the holders."""
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "0")
+    return kernels
+
+
+PROBE = (
+    "import time\n"
+    "from gpudask_jupyter.cluster.room import caps, holder\n"
+    "def grab(n):\n"
+    "    import cupy\n"
+    "    try:\n"
+    "        a = cupy.empty(n, dtype='u1'); del a; return 'ok'\n"
+    "    except Exception as err:\n"
+    "        return type(err).__name__\n"
+)
+SENTENCE = "Out of GPU memory under your share: your share of GPU 0 on this shared machine is"
+
+
+def test_shares_follow_the_students_present_and_name_themselves_when_exceeded(
+    no_plan: Any,
+) -> None:
+    """Alone, a student may take nearly the whole GPU; a second student's arrival halves what
+    the first may take, in its kernel and its worker, within seconds; an allocation beyond the
+    share, a plain CuPy one, a cuDF merge or one in a worker's task, names the share."""
+    _, first = no_plan()
+    started = run(first, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)
+    assert started["status"] == "ok", started["output"]
+    assert "It is an equal part of what the GPU's holders do not hold" in started["output"]
+    alone = run(first, "print('SHARE', holder.current_share())")["output"]
+    whole = _number(alone, "SHARE")
+    assert whole > 120 * GiB, alone  # the H200's 140 GiB, contexts set aside
+    big = int(whole * 0.45)
+    said = run(first, f"print('W', list(client.run(grab, {big}).values())[0], grab({big}))")
+    assert "W ok ok" in said["output"], said["output"]  # both halves may take 45% of the GPU
+
+    _, second = no_plan()
+    joined = run(second, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)
+    assert joined["status"] == "ok", joined["output"]
+    assert "GPU 0 had 1 other kernel(s)" in joined["output"], joined["output"]
+    waited = run(
+        first,
+        "end = time.time() + 10\n"
+        "while caps.kernel_cap() > holder.current_share() // 2 + 1 and time.time() < end:\n"
+        "    time.sleep(0.2)\n"
+        "time.sleep(2.5)  # the worker looks every second too\n"
+        "print('NOW', holder.current_share())\n"
+        f"print('W', list(client.run(grab, {big}).values())[0], grab({big}))",
+    )
+    out = waited["output"]
+    assert whole // 2 - GiB < _number(out, "NOW") <= whole // 2 + GiB, out
+    assert "W MemoryError MemoryError" in out, out  # 45% of the GPU no longer fits either half
+
+    share = _number(run(second, "print('SHARE', holder.current_share())")["output"], "SHARE")
+    plain = run(second, f"import cupy\nx = cupy.empty({share}, dtype='u1')")
+    assert SENTENCE in plain["output"], plain["output"]
+    assert "Exceeded memory limit" in plain["output"]  # RMM's own line stays, not alone
+    rows = int(share * 0.3) // 16
+    merge = run(
+        second,
+        "import cudf\n"
+        f"a = cudf.DataFrame({{'k': cupy.zeros({rows}, dtype='i8'), 'x': cupy.ones({rows})}})\n"
+        "b = a.merge(a, on='k')",
+    )
+    assert SENTENCE in merge["output"], merge["output"]
+    run(second, "del a")
+    task = run(
+        second,
+        "def hold(n):\n"
+        "    import cupy\n"
+        "    return cupy.empty(n, dtype='u1').nbytes\n"
+        f"client.submit(hold, {share}).result()",
+    )
+    assert SENTENCE in task["output"] and "for its worker" in task["output"], task["output"]
+    for kc in (first, second):
+        run(kc, "%gpu_cluster stop")
+
+
+def test_a_lone_root_beside_an_idle_ubuntu_account_gets_the_whole_gpu_and_the_dashboard(
+    kernels: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As root in an image with an ``ubuntu`` login account nobody uses, ``shared-machine``
+    left at ``auto``: not shared, so the cluster has its dashboard and nothing caps the GPU."""
+    import pwd
+    import subprocess
+
+    monkeypatch.setenv("DASK_GPUDASK__SHARED_MACHINE", "auto")
+    made = False
+    try:
+        pwd.getpwnam("ubuntu")
+    except KeyError:
+        subprocess.run(["useradd", "-M", "-s", "/bin/bash", "ubuntu"], check=True)
+        made = True
+    try:
+        _, kc = kernels()
+        started = run(kc, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start")
+        out = started["output"]
+        assert started["status"] == "ok", out
+        assert "room:" not in out and "other people use this machine" not in out, out
+        assert "dashboard: http://" in out, out
+        grabbed = run(kc, "import cupy\nx = cupy.empty(100 * 2**30, dtype='u1')\nprint('OK')")
+        assert "OK" in grabbed["output"], grabbed["output"]  # far beyond a quarter of the GPU
+        run(kc, "del x\n%gpu_cluster stop")
+    finally:
+        if made:
+            subprocess.run(["userdel", "ubuntu"], check=False)

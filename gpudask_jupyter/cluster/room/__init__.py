@@ -12,6 +12,7 @@ Only the functions below are called from outside the folder.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Held",
     "before_kernel_gpu_work",
+    "explain_out_of_memory",
     "out_of_memory",
     "place",
     "undone_on_failure",
@@ -60,8 +62,51 @@ def place(
         device.label,
         opts.rmm_pool_size,
         opts.device_memory_limit,
+        elastic=bool(held.lease.plan),
     )
     return held, held.devices, worker_caps
+
+
+def explain_out_of_memory(err: BaseException, from_worker: bool) -> str | None:
+    """The sentence for a GPU allocation that failed under this kernel's share, in the kernel or
+    (``from_worker``) in a task of its worker: the share, what the capped side holds, who holds
+    the rest of the GPU, and what to do; None when ``err`` is no such failure (no lease here,
+    or host memory)."""
+    from ...errors import is_device_out_of_memory
+    from ...text.units import format_bytes
+    from . import caps, holder, room_view
+
+    lease = holder.current()
+    if lease is None or not is_device_out_of_memory(err):
+        return None
+    share = holder.current_share() or lease.smallest.share
+    label = ", ".join(str(s.index) for s in lease.gpus)
+    if from_worker:
+        side = f"{format_bytes(caps.worker_part(share))} of it for its worker, which hit that cap"
+    else:
+        side = (
+            f"{format_bytes(caps.kernel_part(share))} of it for this kernel, which holds "
+            f"{format_bytes(caps.kernel_held())}"
+        )
+    others = ""
+    try:
+        room = room_view.read()
+    except Exception:  # the sentence stands without the others
+        logging.getLogger(__name__).debug("room: cannot read it", exc_info=True)
+    else:
+        for gpu in room.gpus:
+            rest = [h for h in gpu.holdings if not h.own]
+            if rest and any(s.uuid == gpu.uuid for s in lease.gpus):
+                used = sum(h.used or 0 for h in rest)
+                others += f"; the {len(rest)} other holder(s) of GPU {gpu.label} hold " + (
+                    f"{format_bytes(used)} of {format_bytes(gpu.total)}"
+                )
+    return (
+        f"Out of GPU memory under your share: your share of GPU {label} on this shared machine "
+        f"is {format_bytes(share)} now, {side}{others}. Free what you no longer need (del "
+        "variables; %gpu_cluster restart frees the worker's), work in smaller pieces, or ask "
+        "the instructor (%gpu_cluster room shows the room)."
+    )
 
 
 def before_kernel_gpu_work() -> None:
@@ -81,7 +126,7 @@ def before_kernel_gpu_work() -> None:
             return
         lease = holder.take(allowed, None, None).lease
     if nvml.status().available:  # not on the test seam's GPUs
-        caps.install_kernel_cap(lease.smallest.share)
+        caps.install_kernel_cap(holder.current_share() or lease.smallest.share)
     holder.touch()
 
 
@@ -97,7 +142,7 @@ def out_of_memory(need: str) -> tuple[str, str] | None:
         share = lease.smallest
         return (
             f"{need}, more than this kernel may take: your share of GPU {share.index} is "
-            f"{format_bytes(share.share)} on this shared machine, "
+            f"{format_bytes(holder.current_share() or share.share)} on this shared machine, "
             f"{format_bytes(caps.kernel_cap())} of it for this kernel and the rest for its worker",
             "convert less at a time, spread it over your worker with --distribute, or ask the "
             "instructor for a larger room-share",

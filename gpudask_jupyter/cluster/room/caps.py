@@ -39,6 +39,7 @@ ROUTED_LIBRARIES = ["cupy"]
 
 _lock = threading.Lock()
 _kernel_cap: int | None = None  # the cap installed in this kernel (None: none yet)
+_capped: Any = None  # the kernel's allocator.Capped, where RMM holds the cap
 
 
 def kernel_part(share: int) -> int:
@@ -70,10 +71,12 @@ def worker_keywords(
     label: str,
     rmm_pool_size: int | float | str | None,
     device_memory_limit: int | float | str | None,
+    elastic: bool = False,
 ) -> dict[str, Any]:
     """dask-cuda's keywords that hold a worker on GPU ``label`` (of ``total`` bytes) within its
     part of ``share``; :class:`~...errors.ClusterError`, naming the share, for a pool or a spill
-    limit asked beyond it."""
+    limit asked beyond it. ``elastic``: the worker caps itself and follows its share
+    (:mod:`.worker_share`), so dask-cuda only spills (and makes the pool asked for)."""
     cap = worker_part(share)
     pool = _size(rmm_pool_size, total)
     if pool is not None and pool > cap:
@@ -90,6 +93,9 @@ def worker_keywords(
             f"your worker may take on GPU {label} (your share is {format_bytes(share)}). "
             "Nothing was started."
         )
+    if elastic:
+        spill = {"device_memory_limit": limit if limit is not None else int(cap * SPILL_AT)}
+        return spill if pool is None else {**spill, "rmm_pool_size": pool}
     keywords: dict[str, Any] = {
         "rmm_maximum_pool_size": cap,
         "device_memory_limit": limit if limit is not None else int(cap * SPILL_AT),
@@ -130,26 +136,22 @@ def pin_kernel(identifiers: list[str], share: int) -> bool:
 
 
 def install_kernel_cap(share: int) -> int | None:
-    """Cap the kernel's own allocations on its GPU at its part of ``share`` (once; later calls
-    return the cap in place). RMM where it is installed (cuDF and CuPy through it), else CuPy's
-    pool limit. Returns the cap, or None where neither library is here."""
-    global _kernel_cap
+    """Cap the kernel's own allocations on its GPU at its part of ``share``; a later call with
+    another share moves the cap (an elastic share, :mod:`.shares`), what is held staying. RMM
+    where it is installed (cuDF and CuPy through it, :mod:`.allocator`), else CuPy's pool
+    limit. Returns the cap, or None where neither library is here."""
+    global _kernel_cap, _capped
     with _lock:
-        if _kernel_cap is not None:
-            return _kernel_cap
         cap = kernel_part(share)
+        if _kernel_cap == cap:
+            return _kernel_cap
         if importlib.util.find_spec("rmm") is not None:
-            import rmm
+            from .allocator import Capped
 
-            resource = rmm.mr.LimitingResourceAdaptor(
-                rmm.mr.CudaAsyncMemoryResource(), allocation_limit=cap
-            )
-            rmm.mr.set_current_device_resource(resource)
-            if importlib.util.find_spec("cupy") is not None:
-                import cupy
-                from rmm.allocators.cupy import rmm_cupy_allocator
-
-                cupy.cuda.set_allocator(rmm_cupy_allocator)
+            if _capped is None:
+                _capped = Capped(cap)
+            else:
+                _capped.set(cap)
         elif "cupy" in sys.modules or importlib.util.find_spec("cupy") is not None:
             import cupy
 
@@ -159,6 +161,22 @@ def install_kernel_cap(share: int) -> int | None:
         _kernel_cap = cap
         log.info("this kernel's GPU allocations are capped at %s", format_bytes(cap))
         return cap
+
+
+def refresh_kernel_cap() -> None:
+    """Give the kernel's cap back what buffers made under an earlier cap have freed."""
+    if _capped is not None:
+        _capped.refresh()
+
+
+def kernel_held() -> int:
+    """Bytes the kernel's capped allocations hold now (0 without a cap)."""
+    if _capped is not None:
+        return int(_capped.held())
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and _kernel_cap is not None:
+        return int(cupy.get_default_memory_pool().used_bytes())
+    return 0
 
 
 def kernel_cap() -> int | None:

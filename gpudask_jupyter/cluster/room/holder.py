@@ -28,7 +28,7 @@ from ...errors import ClusterError
 from ...machine import nvml, processes
 from ...registry.kernel_id import kernel_id
 from ...text.units import format_bytes, parse_bytes
-from . import caps, placement
+from . import caps, placement, shares
 from .leases import Lease, RoomDir, Share
 
 log = logging.getLogger(__name__)
@@ -38,11 +38,17 @@ ACTIVE_EVERY = 30.0
 #: a test seam for CPU machines: ``N:SIZE`` GPUs the room places on instead of NVML's
 TEST_GPUS = "GPUDASK_ROOM_TEST_GPUS"
 
+#: seconds between two looks at the room for this kernel's elastic share
+FOLLOW_EVERY = 1.0
+#: a change of what the kernel's capped allocations hold that is written to its lease
+HELD_CHANGE = 64 * 2**20
+
 _lock = threading.RLock()
 _lease: Lease | None = None
 _room: RoomDir | None = None
 _registered = False
 _watch: _Activity | None = None
+_follower: _Follower | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,73 @@ class _Activity(threading.Thread):
                 continue
             if last is not None:
                 worked(last)
+
+
+class _Follower(threading.Thread):
+    """Keeps this kernel's cap on its elastic share as the room changes, gives its capped
+    allocations back what earlier caps' buffers have freed, and writes what they hold into the
+    lease (what the next newcomer's plan counts), every :data:`FOLLOW_EVERY` seconds."""
+
+    def __init__(self) -> None:
+        super().__init__(name="gpudask-room-share", daemon=True)
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(FOLLOW_EVERY):
+            try:
+                follow_once()
+            except Exception:  # the next look tries again; the cap in place still holds
+                log.debug("room: cannot follow this kernel's share", exc_info=True)
+
+
+def _follow() -> None:
+    global _follower
+    with _lock:
+        if _follower is None:
+            _follower = _Follower()
+            _follower.start()
+
+
+def _unfollow() -> None:
+    global _follower
+    if _follower is not None:
+        _follower.stopped.set()
+        _follower = None
+
+
+def share_now(lease: Lease, leases: Sequence[Lease]) -> int:
+    """What ``lease``'s holder may take now on the GPU of its lease where that is least: its
+    elastic cap among ``leases`` (:mod:`.shares`), or the share it was planned."""
+    if not lease.plan:
+        return lease.smallest.share
+    totals = {d.uuid: d.memory_total for d in room_devices()}
+    return min(
+        shares.caps_on(share.uuid, totals.get(share.uuid, 0), leases).get(lease.key, share.share)
+        for share in lease.gpus
+    )
+
+
+def current_share() -> int | None:
+    """This kernel's share now (None: it holds no lease)."""
+    lease = _lease
+    if lease is None:
+        return None
+    return share_now(lease, room().leases()) if lease.plan else lease.smallest.share
+
+
+def follow_once() -> None:
+    """One look at the room: the kernel's cap moved to its share now, and what it holds
+    written to its lease when that changed."""
+    share = current_share()
+    if share is None or caps.kernel_cap() is None:
+        return
+    caps.install_kernel_cap(share)
+    caps.refresh_kernel_cap()
+    held = caps.kernel_held()
+    with _lock:
+        if _lease is not None and abs(held - _lease.held) >= HELD_CHANGE:
+            _lease.held = held
+            _rewrite()
 
 
 def watch(probe: Callable[[], float | None], every: float = ACTIVE_EVERY) -> None:
@@ -134,14 +207,10 @@ def current() -> Lease | None:
     return _lease
 
 
-def _students(present: int) -> int:
-    asked = int(config.get("room-students"))
-    if asked > 0:
-        return asked
-    from .. import local_users
-
-    people = local_users.others()
-    return max(len(set(people.accounts) | set(people.running)) + 1, present + 1)
+def elastic() -> bool:
+    """Whether shares follow the holders present (:mod:`.shares`): the instructor set no plan
+    (``room-students`` 0) and no fixed ``room-share``."""
+    return int(config.get("room-students")) == 0 and config.get("room-share") == "auto"
 
 
 def _register() -> None:
@@ -152,7 +221,12 @@ def _register() -> None:
         _registered = True
 
 
-def _write(directory: RoomDir, devices: Sequence[nvml.Device], shares: dict[str, int]) -> Lease:
+def _write(
+    directory: RoomDir,
+    devices: Sequence[nvml.Device],
+    shares: dict[str, int],
+    plans: dict[str, dict[str, int]] | None = None,
+) -> Lease:
     global _lease
     pid = os.getpid()
     now = time.time()
@@ -165,6 +239,7 @@ def _write(directory: RoomDir, devices: Sequence[nvml.Device], shares: dict[str,
         gpus=[Share(d.uuid, d.index, shares[d.uuid]) for d in devices],
         taken=now,
         active=now,
+        plan=plans or {},
     )
     directory.write(lease)
     _lease = lease
@@ -188,18 +263,33 @@ def take(
                 f"The room's directory cannot be used: {directory.problem}. Ask the "
                 "administrator to make it (install -d -m 1777 DIR) or set room-dir."
             )
-        share = config.get("room-share")
         count = len(named) if named else (want or int(config.get("room-gpus")))
+        pool = list(named) if named else list(allowed)
         with directory.locked():
             leases = [lease for lease in directory.leases() if lease.pid != os.getpid()]
-            students = _students(len(leases))
-            pool = list(named) if named else list(allowed)
-            chosen = placement.choose(
-                pool, leases, count, share, students, len(allowed), named=bool(named)
-            )
-            lease = _write(directory, chosen.devices, chosen.shares)
+            if elastic():
+                per_process = nvml.processes()
+                in_use = {s.uuid: s.memory_used for s in nvml.sample()}
+                held = {
+                    d.uuid: shares.held_now(leases, d.uuid, per_process, in_use.get(d.uuid))
+                    for d in pool
+                }
+                chosen = shares.choose_elastic(pool, leases, count, held, named=bool(named))
+            else:
+                chosen = placement.choose(
+                    pool,
+                    leases,
+                    count,
+                    config.get("room-share"),
+                    max(int(config.get("room-students")), len(leases) + 1),
+                    len(allowed),
+                    named=bool(named),
+                )
+            lease = _write(directory, chosen.devices, chosen.shares, chosen.plans)
         warning = _crowded(chosen) if named else ""
     pinned = caps.pin_kernel([d.uuid for d in chosen.devices], lease.smallest.share)
+    if chosen.plans is not None:
+        _follow()
     return Held(lease, chosen.devices, chosen.why, pinned, warning)
 
 
@@ -262,11 +352,13 @@ def release(keep_for_kernel: bool = False) -> bool:
     with _lock:
         _unwatch()
         if _lease is None or _room is None:
+            _unfollow()
             return False
         if keep_for_kernel and caps.kernel_cap() is not None:
             _lease.workers = []
             _rewrite()
             return False
+        _unfollow()
         _room.remove(_lease)
         _lease = None
         return True
@@ -286,7 +378,7 @@ def undone_on_failure() -> Iterator[None]:
 
 
 def describe(held: Held) -> str:
-    """The start's line about the room: which GPU, why, and the share."""
+    """The start's line about the room: which GPU, why, the share, and what it can rely on."""
     parts = []
     for device in held.devices:
         share = held.lease.on(device.uuid)
@@ -298,4 +390,13 @@ def describe(held: Held) -> str:
             )
     kernel = "" if held.pinned else "; the kernel's own GPU work stays where CUDA started in it"
     line = f"room: {held.why}. Your share of {'; '.join(parts)}{kernel}"
+    if held.lease.plan:
+        line += f". {ELASTIC}; room-students or room-share set by the instructor fix it instead"
     return line + (f". Note: {held.warning}" if held.warning else "")
+
+
+#: what a holder of an elastic share can rely on, in the start's line and the room's notes
+ELASTIC = (
+    "It is an equal part of what the GPU's holders do not hold: it shrinks as students arrive "
+    "(never below what you hold, which is never taken back) and grows as they leave"
+)

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 #: the lease format; a file of another version is ignored
 VERSION = 1
+#: holders of one GPU a plan names (a lease stays far below :data:`MAX_LEASE`)
+MAX_PLANNED = 256
 #: bytes a lease file may have: a few GPUs and worker pids fit many times over
 MAX_LEASE = 16 * 1024
 #: seconds a start waits for the room's lock before it chooses without it
@@ -68,8 +70,17 @@ class Lease:
     taken: float
     active: float  # when the holder last worked (a magic, a transfer, a task)
     workers: list[int] = field(default_factory=list)  # pids of the holder's worker processes
+    # by GPU uuid, what each holder there held (by key) when this lease was taken: the plan
+    # every holder's elastic cap follows while this is the GPU's newest lease (.shares)
+    plan: dict[str, dict[str, int]] = field(default_factory=dict)
+    held: int = 0  # bytes the kernel's own capped allocations hold (it rewrites it now and then)
     version: int = VERSION
     path: Path | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        """This lease among others in a plan: its user, its kernel process and when it started."""
+        return f"{self.uid}:{self.pid}:{self.started:.2f}"
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -134,6 +145,7 @@ def lease_from_json(data: bytes) -> Lease:
         raise BadLease("workers is not a list of pids")
     if not all(isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 for pid in workers):
         raise BadLease("workers is not a list of pids")
+    plan = _plan(raw.get("plan", {}))
     return Lease(
         uid=_int(raw, "uid"),
         user=_text(raw, "user", 64),
@@ -144,7 +156,24 @@ def lease_from_json(data: bytes) -> Lease:
         taken=_float(raw, "taken"),
         active=_float(raw, "active"),
         workers=list(workers),
+        plan=plan,
+        held=_int({"held": raw.get("held", 0)}, "held"),
     )
+
+
+def _plan(raw: object) -> dict[str, dict[str, int]]:
+    """A lease's plan, each part checked: at most 64 GPUs of at most :data:`MAX_PLANNED`
+    holders, each a short key and a whole number of bytes."""
+    if not isinstance(raw, dict) or len(raw) > 64:
+        raise BadLease("plan is not an object of GPUs")
+    plan = {}
+    for uuid, held in raw.items():
+        if not isinstance(uuid, str) or len(uuid) > 96:
+            raise BadLease("plan names a GPU that is not a short text")
+        if not isinstance(held, dict) or len(held) > MAX_PLANNED:
+            raise BadLease("plan of a GPU is not an object of holders")
+        plan[uuid] = {_text({"key": key}, "key", 128): _int(held, key) for key in held}
+    return plan
 
 
 def user_name(uid: int) -> str:

@@ -42,6 +42,7 @@ class Placement:
     planned: dict[str, int]  # by uuid: holders the share was planned for
     why: str
     spread: int = 0  # holders a GPU gets when the room's students spread evenly
+    plans: dict[str, dict[str, int]] | None = None  # elastic shares: what each holder held
 
 
 def holders_on(leases: Sequence[Lease], uuid: str) -> list[Lease]:

@@ -21,7 +21,7 @@ from ... import config
 from ...machine import nvml
 from ...text.table import Table
 from ...text.units import format_bytes, format_seconds
-from . import holder, placement
+from . import holder, placement, shares
 from .leases import Lease
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,8 @@ class Holding:
     is_idle: bool
     utilization: int | None = None  # % of the GPU's multiprocessors its processes use (NVML)
     kernel: str = ""  # the holder's kernel id (the views mark the one they follow "you")
+    promise: int | None = None  # what the room keeps for it (None: its share, fixed by a plan)
+    elastic: bool = False  # its share follows the holders present (.shares)
 
 
 @dataclass
@@ -54,8 +56,11 @@ class GpuRoom:
 
     @property
     def promised(self) -> int:
+        """What the room keeps for its holders: a planned share whole, an elastic one what its
+        holder holds (the rest of it is lent, and a newcomer may take it), contexts each."""
         return sum(
-            h.share + placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
+            (h.share if h.promise is None else h.promise)
+            + placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
             for h in self.holdings
         )
 
@@ -76,31 +81,6 @@ def sees_names(user: str | None = None) -> bool:
     if setting == "none":
         return False
     return (user or getpass.getuser()) in setting.split(",")
-
-
-def _families(leases: Sequence[Lease]) -> dict[int, set[int]]:
-    """Each lease's processes by its kernel's pid: the kernel, every process below it (nannies,
-    workers) and the workers its lease names, from one reading of the process table for the
-    whole room (a tree walk per lease would read it once per lease, every few seconds)."""
-    children: dict[int, list[int]] = {}
-    try:
-        import psutil
-
-        for process in psutil.process_iter(["ppid"]):
-            children.setdefault(process.info["ppid"], []).append(process.pid)
-    except Exception:  # psutil.Error: the kernels and their named workers still count
-        log.debug("room: cannot read the process table", exc_info=True)
-    families = {}
-    for lease in leases:
-        below: set[int] = set()
-        stack = [lease.pid]
-        while stack:
-            for child in children.get(stack.pop(), []):
-                if child not in below:
-                    below.add(child)
-                    stack.append(child)
-        families[lease.pid] = {lease.pid, *lease.workers, *below}
-    return families
 
 
 def _used_by(family: set[int], uuid: str, per_process: Sequence[nvml.GpuProcess]) -> int | None:
@@ -143,7 +123,7 @@ def build(
     by_uuid = {s.uuid: s for s in samples}
     idle_after = float(config.get("room-idle"))
     reserve = placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
-    families = _families(leases)
+    family_of = shares.families(leases)
     rooms = []
     for device in devices:
         sample = by_uuid.get(device.uuid)
@@ -155,11 +135,14 @@ def build(
             sample.memory_used if sample else None,
             sample.utilization if sample else None,
         )
+        caps = shares.caps_on(device.uuid, device.memory_total, leases)
         for lease in placement.holders_on(leases, device.uuid):
             share = lease.on(device.uuid)
             assert share is not None
-            family = families[lease.pid]
+            family = family_of[lease.pid]
             used = _used_by(family, device.uuid, per_process)
+            elastic = device.uuid in lease.plan
+            now_share = caps.get(lease.key, share.share)
             busy = [
                 percent
                 for (uuid, pid), percent in (utilization or {}).items()
@@ -169,13 +152,15 @@ def build(
                 Holding(
                     who=_who(lease, names),
                     own=lease.uid == os.getuid(),
-                    share=share.share,
+                    share=now_share,
                     used=used,
                     idle=max(0.0, now - lease.active),
-                    above=used is not None and used > share.share + reserve,
+                    above=used is not None and used > now_share + reserve,
                     is_idle=now - lease.active > idle_after,
                     utilization=max(busy) if busy else None,
                     kernel=lease.kernel,
+                    promise=max(lease.held, (used or 0) - reserve, 0) if elastic else None,
+                    elastic=elastic,
                 )
             )
         rooms.append(gpu)
@@ -235,6 +220,11 @@ def table(room: Room) -> Table:
             )
     if room.problem:
         out.notes.append(room.problem)
+    if any(h.elastic for gpu in room.gpus for h in gpu.holdings):
+        out.notes.append(
+            f"shares follow the holders present (no room-students): {holder.ELASTIC.lower()}; "
+            "not promised: what a newcomer could take"
+        )
     if not room.names:
         out.notes.append("other students are shown as counts (the room-names option shows names)")
     out.notes.append(

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import compat, config
-from ...errors import ClusterError
+from ...errors import ClusterError, is_out_of_memory
 from ...monitor import heartbeat
-from ..failures import PartitionError, is_out_of_memory
+from ..failures import PartitionError
 from . import shared_memory, worker_tasks
 
 log = logging.getLogger(__name__)
