@@ -362,8 +362,15 @@ def main() -> int:
         parser.error("--other-accounts and --accounts-arriving make accounts: run as root")
     others = [f"gpudask-bench-other-{i}" for i in range(args.other_accounts)]
     _accounts(others, True)
+    rooms = []
     try:
-        rooms = [_room(args, cpu, run) for run in range(args.runs)]
+        for run in range(args.runs):
+            figures, ok = _room(args, cpu, run)
+            rooms.append((figures, ok))
+            shown = ", ".join(f"{k.strip()}: {v:.2f}" if isinstance(v, float) else
+                              f"{k.strip()}: {v}" for k, v in figures.items())  # fmt: skip
+            print(f"run {run} ({'as it must' if ok else 'NOT as it must'}): {shown}",
+                  file=sys.stderr, flush=True)  # fmt: skip
     finally:
         _accounts(others, False)
     good = all(ok for _, ok in rooms) and all(figures for figures, _ in rooms)

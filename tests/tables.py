@@ -332,7 +332,7 @@ def tables(kinds: list[Kind] | None = None) -> st.SearchStrategy[Table]:
 
 
 #: examples per property test: CI's bounded run, and the longer one for a GPU machine
-PROFILES = {"ci": 60, "long": 600}
+PROFILES = {"ci": 60, "long": 300}
 
 
 def load_profile(name: str) -> None:
