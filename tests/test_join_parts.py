@@ -4,6 +4,7 @@ keywords, the registry's list of our workers, the words of ``leave``."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -73,6 +74,7 @@ def test_gpu_workers_are_bound_and_advertise_a_gpu() -> None:
     opts = StartOptions(rmm_pool_size=0.5, rmm_async=True, resources={"MEM": 2e9})
     assert join_keywords(opts, devices, security="S") == {
         "preload": ["gpudask_jupyter.cluster.worker_setup"],
+        "silence_logs": logging.WARNING,  # as LocalCluster's: no INFO of theirs in a cell
         "security": "S",
         "dashboard": False,
         "dashboard_address": None,

@@ -347,13 +347,12 @@ def quick_tidy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _killed_kernel_leftovers(runtime: Path, room: Path) -> list[str]:
-    """A real kernel with a placed cluster and a shared-memory segment, ended by SIGKILL;
-    what it left: its registry entry, TLS folder, lease and segment."""
+    """A real kernel with a placed cluster and a shared-memory segment, ended by SIGKILL; what
+    it held just before the kill (each seen there then): its registry entry, its TLS folder, its
+    lease and its segment. A tidy-up may remove them as soon as the kernel is gone."""
     import signal
 
     from support import kernel_factory, run_cell, spawned_workers, wait_gone
-
-    from gpudask_jupyter.convert.distribute import shared_memory
 
     with kernel_factory(runtime) as start:
         km, kc = start()
@@ -361,22 +360,26 @@ def _killed_kernel_leftovers(runtime: Path, room: Path) -> list[str]:
             kc,
             "%load_ext gpudask_jupyter\n"
             "client = %gpu_cluster start --n-workers 1 --memory-limit 1GB\n"
+            "import os\n"
             "from gpudask_jupyter.convert.distribute import shared_memory\n"
             "segments = shared_memory.Segments().__enter__()\n"
-            "segment = segments.create()",
+            "print('SEGMENT', os.path.basename(segments.create()))",
         )
         assert reply["status"] == "ok", reply["output"]
-        workers = spawned_workers(km.provisioner.process.pid)
-        os.kill(km.provisioner.process.pid, signal.SIGKILL)
+        segment = reply["output"].split("SEGMENT ")[1].split()[0]
+        pid = km.provisioner.process.pid
+        held = [
+            f"gpudask-kernel-{km.kernel_id}.json",
+            f"gpudask-kernel-{km.kernel_id}-tls",
+            f"{os.getuid()}-{pid}.lease.json",
+            segment,
+        ]
+        assert _still_there(runtime, room, held) == held  # all there while the kernel lives
+        workers = spawned_workers(pid)
+        os.kill(pid, signal.SIGKILL)
         km.provisioner.process.wait(timeout=10)
         assert wait_gone(workers) == []
-        pid = km.provisioner.process.pid
-    left = [p.name for p in runtime.glob("gpudask-kernel-*")]
-    left += [p.name for p in room.glob("*.lease.json")]
-    left += [
-        n for n in shared_memory.ours() if n.startswith(f"{shared_memory.SEGMENT_PREFIX}{pid}-")
-    ]
-    return left
+    return held
 
 
 def _still_there(runtime: Path, room: Path, names: list[str]) -> list[str]:
@@ -393,11 +396,14 @@ async def test_the_server_removes_what_a_killed_kernel_left(
     """No next kernel of the user loads the extension: the server's own tidy-up removes the
     killed kernel's entry, its TLS folder (the cluster's private key), its lease and its
     shared-memory segment."""
+    import dask.config
+
     loop = asyncio.get_running_loop()
     runtime = Path(os.environ["JUPYTER_RUNTIME_DIR"])
-    left = await loop.run_in_executor(None, _killed_kernel_leftovers, runtime, room_env)
-    assert len(left) == 4, left  # entry, TLS folder, lease, segment
-    deadline = time.monotonic() + 10
-    while _still_there(runtime, room_env, left):
-        assert time.monotonic() < deadline, _still_there(runtime, room_env, left)
-        await asyncio.sleep(0.1)
+    # the server's room is the kernels' (dask may have read the environment before the fixture)
+    with dask.config.set({"gpudask.room-dir": str(room_env)}):
+        left = await loop.run_in_executor(None, _killed_kernel_leftovers, runtime, room_env)
+        deadline = time.monotonic() + 10
+        while _still_there(runtime, room_env, left):
+            assert time.monotonic() < deadline, _still_there(runtime, room_env, left)
+            await asyncio.sleep(0.1)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
@@ -126,11 +127,44 @@ REPEATED_CATEGORICAL = _frame(
 NAN_LABEL = _frame({"f": np.arange(5, dtype=">f4"), "t": np.arange(5).astype("M8[ns]")}, [None, 0])
 
 
+# found on a GPU (tests/gpu/test_table_shapes_gpu.py), kept for the CPU too
+#: a big-endian array spread onto a GPU worker failed in CuPy ("Unsupported dtype >f8")
+BIG_ENDIAN = Table(np.arange(8, dtype=">f8"), "array >f8 of shape (8,)")
+#: a list column cuDF cannot take that way ("list_view type not supported") read as RuntimeError
+LISTS = Table(
+    pd.Series(
+        pd.array([], dtype=pd.ArrowDtype(pa.list_(pa.int64()))),
+        index=pd.MultiIndex.from_arrays([[], []], names=[None, "level"]),
+        name=0,
+    ),
+    "series of 0 rows, list<int64> (arrow), name 0, index multi",
+)
+#: the same beside other columns, spread: the worker's PartitionError carried RuntimeError
+MIXED = Table(
+    pd.DataFrame(
+        {
+            0: np.arange(7, dtype=">f4"),
+            1: pd.array(
+                [[1], None, [], [2, 3], [4], [5], [6]], dtype=pd.ArrowDtype(pa.list_(pa.int64()))
+            ),
+            2: pd.date_range("2024-01-01", periods=7, tz="Europe/Paris"),
+            3: pd.Series(["a", None, "b", "", "c", "d", "e"], dtype=object),
+        },
+        index=pd.Index(np.linspace(0, 1, 7)),
+    ).set_axis([None, True, ("x", 1), "a"], axis=1),
+    "frame of 7 rows, ['>f4', 'list<int64> (arrow)', 'datetime64[ns, Europe/Paris]', "
+    "'object strings'], columns [None, True, ('x', 1), 'a'], index float",
+)
+
+
 @given(table=tables(), npartitions=st.sampled_from([None, 1, 2, 3]))
 @example(table=REPEATED, npartitions=3)
 @example(table=REPEATED_ARROW, npartitions=2)
 @example(table=REPEATED_CATEGORICAL, npartitions=2)
 @example(table=NAN_LABEL, npartitions=3)
+@example(table=BIG_ENDIAN, npartitions=2)
+@example(table=LISTS, npartitions=None)
+@example(table=MIXED, npartitions=3)
 def test_spread_computes_as_dask_and_gathers_back_equal(
     client: Any, table: Table, npartitions: int | None
 ) -> None:

@@ -22,7 +22,7 @@ EVERY = 10.0
 class Tidy(threading.Thread):
     """Tidies up at once, then every ``every`` seconds until :meth:`stop`."""
 
-    def __init__(self, every: float = EVERY) -> None:
+    def __init__(self, every: float) -> None:
         super().__init__(name="gpudask-tidy", daemon=True)
         self.every = every
         self.stopped = threading.Event()
@@ -42,7 +42,15 @@ class Tidy(threading.Thread):
         self.stopped.set()
 
 
-def start(every: float = EVERY) -> Tidy:
-    tidy = Tidy(every)
-    tidy.start()
-    return tidy
+_current: Tidy | None = None
+
+
+def start(every: float | None = None) -> Tidy:
+    """Start the tidy-up, every ``every`` seconds (:data:`EVERY` by default); one per process:
+    a server made again in the same process (its tests) replaces the one before."""
+    global _current
+    if _current is not None:
+        _current.stop()
+    _current = Tidy(EVERY if every is None else every)
+    _current.start()
+    return _current

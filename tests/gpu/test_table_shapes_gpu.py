@@ -22,11 +22,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from support import held_keys
 from tables import Table, tables
-from test_table_shapes import REPEATED, REPEATED_ARROW, assert_refusal, native
+from test_table_shapes import (
+    BIG_ENDIAN,
+    LISTS,
+    MIXED,
+    REPEATED,
+    REPEATED_ARROW,
+    assert_refusal,
+    native,
+)
 
 from gpudask_jupyter.convert import to_cpu, to_gpu
 from gpudask_jupyter.errors import ConversionError
@@ -87,6 +95,9 @@ def _to_host(obj: Any) -> Any:
 
 
 @given(table=tables())
+@example(table=BIG_ENDIAN)
+@example(table=LISTS)
+@example(table=MIXED)
 def test_to_gpu_and_back_is_what_cudf_and_cupy_make(table: Table) -> None:
     want, refused = _reference(table.obj)
     try:
@@ -112,6 +123,9 @@ def client() -> Iterator[Any]:
 
 
 @given(table=tables(), npartitions=st.sampled_from([None, 1, 2, 3]))
+@example(table=BIG_ENDIAN, npartitions=2)
+@example(table=LISTS, npartitions=None)
+@example(table=MIXED, npartitions=3)
 def test_spread_onto_a_gpu_worker_and_gathered_is_what_cudf_makes(
     client: Any, table: Table, npartitions: int | None
 ) -> None:

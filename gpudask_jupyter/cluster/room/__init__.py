@@ -1,8 +1,11 @@
 """The room: a shared GPU server's students, each on a fair share of its GPUs.
 
 - :mod:`.leases`: the machine-wide lease files, checked so that none can block a start.
-- :mod:`.placement`: which GPU a kernel gets and how much of its memory (the share).
+- :mod:`.placement`: which GPU a kernel gets and how much of its memory, by the instructor's plan.
+- :mod:`.shares`: elastic shares, where there is no plan: they follow the holders present.
 - :mod:`.caps`: what holds a share: RMM and CuPy caps in the worker and in the kernel.
+- :mod:`.allocator`: a cap on a process's RMM allocations that can move while they stand.
+- :mod:`.worker_share`: a worker following its kernel's elastic share.
 - :mod:`.holder`: this kernel's one lease, from its first GPU work to its end.
 - :mod:`.room_view`: the room as ``%gpu_cluster room`` and the views show it.
 - :mod:`.room_part`: the room as the Frame carries it to the panel and the sidebar.
