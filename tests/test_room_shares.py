@@ -238,5 +238,5 @@ def test_what_is_held_is_measured_per_process_and_for_the_gpu() -> None:
         nvml.GpuProcess(GPU.uuid, os.getpid(), 3 * GiB, True),
         nvml.GpuProcess(GPU.uuid, 999_999, 5 * GiB, False),  # nobody's lease
     ]
-    held = shares.held_now([lease], GPU.uuid, per_process, in_use=9 * GiB)
-    assert held == {lease.key: 3 * GiB - CONTEXT_RESERVE, shares.OUTSIDE: 6 * GiB}
+    held = shares.held_now([lease], [GPU.uuid], per_process, {GPU.uuid: 9 * GiB})
+    assert held == {GPU.uuid: {lease.key: 3 * GiB - CONTEXT_RESERVE, shares.OUTSIDE: 6 * GiB}}

@@ -73,8 +73,9 @@ def native(obj: Any) -> Any:
     return obj
 
 
-def assert_same(got: Any, want: Any) -> None:
-    """Equal as the libraries compare: values exactly, dtypes, labels and index types, attrs."""
+def assert_same(got: Any, want: Any, attrs: bool = True) -> None:
+    """Equal as the libraries compare: values exactly, dtypes, labels and index types, and
+    (``attrs``) attrs."""
     assert type(got) is type(want), (type(got), type(want))
     if isinstance(want, np.ndarray):
         assert (got.dtype, got.shape) == (want.dtype, want.shape)
@@ -84,7 +85,8 @@ def assert_same(got: Any, want: Any) -> None:
         pd.testing.assert_frame_equal(got, want, check_exact=True, check_freq=False)
     else:
         pd.testing.assert_series_equal(got, want, check_exact=True, check_freq=False)
-    assert got.attrs == want.attrs
+    if attrs:
+        assert got.attrs == want.attrs
 
 
 def assert_refusal(err: ConversionError, name: str) -> None:

@@ -178,9 +178,7 @@ class ClusterSession:
         room_holder.set_workers(self.pids.known())
         room_holder.watch(self._last_work)
         if self.devices:
-            room_caps.install_kernel_cap(
-                room_holder.current_share() or self.room.lease.smallest.share
-            )
+            room_caps.install_kernel_cap(room_holder.share_now(self.room.lease))
             where = room_caps.kernel_devices()
             ours = {share.uuid for share in self.room.lease.gpus}
             if self.room.pinned and where - ours:

@@ -5,6 +5,7 @@ registers its own closing function here when it first starts it. Unloading the e
 runs every registered function, so nothing is looked up by name and a renamed function cannot be
 forgotten: the registration travels with the code. Registering the same function twice keeps one
 entry. Each closer runs even if an earlier one fails; failures are logged with their traceback.
+:mod:`.periodic` is the thread such code runs every few seconds until it is stopped.
 """
 
 from __future__ import annotations

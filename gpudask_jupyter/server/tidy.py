@@ -11,46 +11,34 @@ on a daemon thread of its own, never on the server's event loop.
 from __future__ import annotations
 
 import logging
-import threading
 
-log = logging.getLogger(__name__)
+from ..lifecycle.periodic import Periodic
 
 #: seconds between two tidy-ups
 EVERY = 10.0
 
-
-class Tidy(threading.Thread):
-    """Tidies up at once, then every ``every`` seconds until :meth:`stop`."""
-
-    def __init__(self, every: float) -> None:
-        super().__init__(name="gpudask-tidy", daemon=True)
-        self.every = every
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        from ..lifecycle import leftovers
-
-        while True:
-            try:
-                leftovers.remove()
-            except Exception:  # the next round tries again
-                log.warning("removing what killed kernels left failed", exc_info=True)
-            if self.stopped.wait(self.every):
-                return
-
-    def stop(self) -> None:
-        self.stopped.set()
+_current: Periodic | None = None
 
 
-_current: Tidy | None = None
+def _tidy() -> None:
+    from ..lifecycle import leftovers
+
+    leftovers.remove()
 
 
-def start(every: float | None = None) -> Tidy:
-    """Start the tidy-up, every ``every`` seconds (:data:`EVERY` by default); one per process:
-    a server made again in the same process (its tests) replaces the one before."""
+def start(every: float | None = None) -> Periodic:
+    """Tidy up now and every ``every`` seconds (:data:`EVERY` by default); one per process: a
+    server made again in the same process (its tests) replaces the one before."""
     global _current
     if _current is not None:
         _current.stop()
-    _current = Tidy(EVERY if every is None else every)
+    _current = Periodic(
+        "gpudask-tidy",
+        EVERY if every is None else every,
+        _tidy,
+        "removing what killed kernels left failed",
+        at_once=True,
+        level=logging.WARNING,
+    )
     _current.start()
     return _current

@@ -15,6 +15,16 @@ from support import run_cell as run
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
 
 GiB = 2**30
+#: a cell's function that allocates ``n`` bytes with CuPy, in the kernel or on a worker, and
+#: says "ok" or the name of what it raised
+GRAB = (
+    "def grab(n):\n"
+    "    import cupy\n"
+    "    try:\n"
+    "        a = cupy.empty(n, dtype='u1'); del a; return 'ok'\n"
+    "    except Exception as err:\n"
+    "        return type(err).__name__\n"
+)
 
 
 @pytest.fixture
@@ -52,13 +62,8 @@ def test_a_share_holds_in_the_worker_and_the_kernel(kernels: Any, tmp_path: Path
         "print('SHARE', share)\n"
         "print('PINNED', os.environ['CUDA_VISIBLE_DEVICES'].startswith('GPU-'))\n"
         "print('KERNELCAP', rmm.mr.get_current_device_resource().get_allocation_limit())\n"
-        "def grab(n):\n"
-        "    import cupy\n"
-        "    try:\n"
-        "        a = cupy.empty(n, dtype='u1'); del a; return 'ok'\n"
-        "    except Exception as err:\n"
-        "        return type(err).__name__\n"
-        "cap = caps.worker_part(share)\n"
+        + GRAB
+        + "cap = caps.worker_part(share)\n"
         "print('WORKER_IN', list(client.run(grab, int(cap * 0.9)).values())[0])\n"
         "print('WORKER_OUT', list(client.run(grab, int(cap * 1.1)).values())[0])\n"
         "kcap = caps.kernel_part(share)\n"
@@ -113,16 +118,7 @@ def no_plan(kernels: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     return kernels
 
 
-PROBE = (
-    "import time\n"
-    "from gpudask_jupyter.cluster.room import caps, holder\n"
-    "def grab(n):\n"
-    "    import cupy\n"
-    "    try:\n"
-    "        a = cupy.empty(n, dtype='u1'); del a; return 'ok'\n"
-    "    except Exception as err:\n"
-    "        return type(err).__name__\n"
-)
+PROBE = "import time\nfrom gpudask_jupyter.cluster.room import caps, holder\n" + GRAB
 SENTENCE = "Out of GPU memory under your share: your share of GPU 0 on this shared machine is"
 
 

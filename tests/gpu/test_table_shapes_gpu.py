@@ -33,6 +33,7 @@ from test_table_shapes import (
     REPEATED,
     REPEATED_ARROW,
     assert_refusal,
+    assert_same,
     native,
 )
 
@@ -73,21 +74,7 @@ def _same_on_gpu(got: Any, want: Any) -> None:
     else:
         assert got.dtype == want.dtype
     assert type(got.index) is type(want.index)
-    _same_on_host(got.to_pandas(), want.to_pandas())
-
-
-def _same_on_host(got: Any, want: Any, attrs: bool = True) -> None:
-    assert type(got) is type(want), (type(got), type(want))
-    if isinstance(want, np.ndarray):
-        assert (got.dtype, got.shape) == (want.dtype, want.shape)
-        np.testing.assert_array_equal(got, want)
-        return
-    if isinstance(want, pd.DataFrame):
-        pd.testing.assert_frame_equal(got, want, check_exact=True, check_freq=False)
-    else:
-        pd.testing.assert_series_equal(got, want, check_exact=True, check_freq=False)
-    if attrs:
-        assert got.attrs == want.attrs
+    assert_same(got.to_pandas(), want.to_pandas())
 
 
 def _to_host(obj: Any) -> Any:
@@ -107,7 +94,7 @@ def test_to_gpu_and_back_is_what_cudf_and_cupy_make(table: Table) -> None:
         return
     assert refused is None, f"the library refuses it ({refused!r}); we moved it"
     _same_on_gpu(got, want)
-    _same_on_host(to_cpu(got), _to_host(want))
+    assert_same(to_cpu(got), _to_host(want))
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +126,8 @@ def test_spread_onto_a_gpu_worker_and_gathered_is_what_cudf_makes(
     try:
         assert refused is None, f"the library refuses it ({refused!r}); we spread it"
         # Dask's join of cuDF partitions keeps no attrs, whoever made the partitions
-        _same_on_host(_to_host(collection.compute()), _to_host(want), attrs=False)
-        _same_on_host(to_cpu(collection, gather=True), _to_host(want))
+        assert_same(_to_host(collection.compute()), _to_host(want), attrs=False)
+        assert_same(to_cpu(collection, gather=True), _to_host(want))
     finally:
         del collection
     assert held_keys(client) == 0

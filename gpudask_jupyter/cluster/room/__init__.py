@@ -26,6 +26,8 @@ from .holder import Held, undone_on_failure
 if TYPE_CHECKING:
     from ...schema.frame import RoomInfo
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "Held",
     "before_kernel_gpu_work",
@@ -82,7 +84,7 @@ def explain_out_of_memory(err: BaseException, from_worker: bool) -> str | None:
     lease = holder.current()
     if lease is None or not is_device_out_of_memory(err):
         return None
-    share = holder.current_share() or lease.smallest.share
+    share = holder.share_now(lease)
     label = ", ".join(str(s.index) for s in lease.gpus)
     if from_worker:
         side = f"{format_bytes(caps.worker_part(share))} of it for its worker, which hit that cap"
@@ -95,7 +97,7 @@ def explain_out_of_memory(err: BaseException, from_worker: bool) -> str | None:
     try:
         room = room_view.read()
     except Exception:  # the sentence stands without the others
-        logging.getLogger(__name__).debug("room: cannot read it", exc_info=True)
+        log.debug("room: cannot read it", exc_info=True)
     else:
         for gpu in room.gpus:
             rest = [h for h in gpu.holdings if not h.own]
@@ -129,7 +131,7 @@ def before_kernel_gpu_work() -> None:
             return
         lease = holder.take(allowed, None, None).lease
     if nvml.status().available:  # not on the test seam's GPUs
-        caps.install_kernel_cap(holder.current_share() or lease.smallest.share)
+        caps.install_kernel_cap(holder.share_now(lease))
     holder.touch()
 
 
@@ -145,7 +147,7 @@ def out_of_memory(need: str) -> tuple[str, str] | None:
         share = lease.smallest
         return (
             f"{need}, more than this kernel may take: your share of GPU {share.index} is "
-            f"{format_bytes(holder.current_share() or share.share)} on this shared machine, "
+            f"{format_bytes(holder.share_now(lease))} on this shared machine, "
             f"{format_bytes(caps.kernel_cap())} of it for this kernel and the rest for its worker",
             "convert less at a time, spread it over your worker with --distribute, or ask the "
             "instructor for a larger room-share",
@@ -153,9 +155,7 @@ def out_of_memory(need: str) -> tuple[str, str] | None:
     try:
         room = room_view.read()
     except Exception:  # the message stands without the room
-        import logging
-
-        logging.getLogger(__name__).debug("room: cannot read it", exc_info=True)
+        log.debug("room: cannot read it", exc_info=True)
         return None
     held = [g for g in room.gpus if g.holdings]
     if not held:

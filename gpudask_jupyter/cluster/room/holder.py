@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ... import config, lifecycle
 from ...errors import ClusterError
+from ...lifecycle.periodic import Periodic
 from ...machine import nvml, processes
 from ...registry.kernel_id import kernel_id
 from ...text.units import format_bytes, parse_bytes
@@ -47,8 +48,8 @@ _lock = threading.RLock()
 _lease: Lease | None = None
 _room: RoomDir | None = None
 _registered = False
-_watch: _Activity | None = None
-_follower: _Follower | None = None
+_watch: Periodic | None = None
+_follower: Periodic | None = None
 
 
 @dataclass(frozen=True)
@@ -62,64 +63,37 @@ class Held:
     warning: str = ""
 
 
-class _Activity(threading.Thread):
-    """Keeps the lease's ``active`` time true while the holder's cluster works: every
-    :data:`ACTIVE_EVERY` seconds it asks ``probe`` when the work last ran (None: unknown)."""
-
-    def __init__(self, probe: Callable[[], float | None], every: float) -> None:
-        super().__init__(name="gpudask-room-activity", daemon=True)
-        self.probe = probe
-        self.every = every
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.wait(self.every):
-            try:
-                last = self.probe()
-            except Exception:  # a scheduler that went away: the magics say so, not this thread
-                log.debug("room: cannot ask the scheduler when it last worked", exc_info=True)
-                continue
-            if last is not None:
-                worked(last)
-
-
-class _Follower(threading.Thread):
-    """Keeps this kernel's cap on its elastic share as the room changes, gives its capped
-    allocations back what earlier caps' buffers have freed, and writes what they hold into the
-    lease (what the next newcomer's plan counts), every :data:`FOLLOW_EVERY` seconds."""
-
-    def __init__(self) -> None:
-        super().__init__(name="gpudask-room-share", daemon=True)
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.wait(FOLLOW_EVERY):
-            try:
-                follow_once()
-            except Exception:  # the next look tries again; the cap in place still holds
-                log.debug("room: cannot follow this kernel's share", exc_info=True)
-
-
 def _follow() -> None:
+    """Keep this kernel's cap on its elastic share as the room changes, give its capped
+    allocations back what earlier caps' buffers have freed, and write what they hold into the
+    lease (what the next newcomer's plan counts), every :data:`FOLLOW_EVERY` seconds."""
     global _follower
     with _lock:
         if _follower is None:
-            _follower = _Follower()
+            _follower = Periodic(
+                "gpudask-room-share",
+                FOLLOW_EVERY,
+                follow_once,
+                "room: cannot follow this kernel's share",
+            )
             _follower.start()
 
 
 def _unfollow() -> None:
     global _follower
     if _follower is not None:
-        _follower.stopped.set()
+        _follower.stop()
         _follower = None
 
 
-def share_now(lease: Lease, leases: Sequence[Lease]) -> int:
+def share_now(lease: Lease, leases: Sequence[Lease] | None = None) -> int:
     """What ``lease``'s holder may take now on the GPU of its lease where that is least: its
-    elastic cap among ``leases`` (:mod:`.shares`), or the share it was planned."""
+    elastic cap among ``leases`` (:mod:`.shares`; read from the room when not given), or the
+    share it was planned."""
     if not lease.plan:
         return lease.smallest.share
+    if leases is None:
+        leases = room().leases()
     totals = {d.uuid: d.memory_total for d in room_devices()}
     return min(
         shares.caps_on(share.uuid, totals.get(share.uuid, 0), leases).get(lease.key, share.share)
@@ -130,9 +104,7 @@ def share_now(lease: Lease, leases: Sequence[Lease]) -> int:
 def current_share() -> int | None:
     """This kernel's share now (None: it holds no lease)."""
     lease = _lease
-    if lease is None:
-        return None
-    return share_now(lease, room().leases()) if lease.plan else lease.smallest.share
+    return None if lease is None else share_now(lease)
 
 
 def follow_once() -> None:
@@ -154,17 +126,28 @@ def watch(probe: Callable[[], float | None], every: float = ACTIVE_EVERY) -> Non
     """Refresh the lease's last work from ``probe`` (the cluster's scheduler) every ``every``
     seconds until released."""
     global _watch
+
+    def look() -> None:
+        last = probe()  # a scheduler that went away: the magics say so, not this thread
+        if last is not None:
+            worked(last)
+
     with _lock:
         if _watch is not None:
-            _watch.stopped.set()
-        _watch = _Activity(probe, every)
+            _watch.stop()
+        _watch = Periodic(
+            "gpudask-room-activity",
+            every,
+            look,
+            "room: cannot ask the scheduler when it last worked",
+        )
         _watch.start()
 
 
 def _unwatch() -> None:
     global _watch
     if _watch is not None:
-        _watch.stopped.set()
+        _watch.stop()
         _watch = None
 
 
@@ -268,12 +251,8 @@ def take(
         with directory.locked():
             leases = [lease for lease in directory.leases() if lease.pid != os.getpid()]
             if elastic():
-                per_process = nvml.processes()
-                in_use = {s.uuid: s.memory_used for s in nvml.sample()}
-                held = {
-                    d.uuid: shares.held_now(leases, d.uuid, per_process, in_use.get(d.uuid))
-                    for d in pool
-                }
+                in_use = {sample.uuid: sample.memory_used for sample in nvml.sample()}
+                held = shares.held_now(leases, [d.uuid for d in pool], nvml.processes(), in_use)
                 chosen = shares.choose_elastic(pool, leases, count, held, named=bool(named))
             else:
                 chosen = placement.choose(

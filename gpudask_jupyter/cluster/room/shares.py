@@ -103,25 +103,30 @@ def _planned(lease: Lease, uuid: str) -> int:
 
 def held_now(
     leases: Sequence[Lease],
-    uuid: str,
+    uuids: Sequence[str],
     per_process: Sequence[nvml.GpuProcess],
-    in_use: int | None = None,
-) -> dict[str, int]:
-    """What each lease's processes hold on GPU ``uuid`` now: NVML's per-process memory less a
-    context per process, or the kernel's own figure in its lease where that is more; and under
-    :data:`OUTSIDE`, what processes that hold no lease take of the GPU's memory ``in_use``
-    (NVML's figure for the whole GPU, where known), their contexts included."""
+    in_use: Mapping[str, int | None],
+) -> dict[str, dict[str, int]]:
+    """By GPU of ``uuids``, what each lease's processes hold there now: NVML's per-process
+    memory less a context per process, or the kernel's own figure in its lease where that is
+    more; and under :data:`OUTSIDE`, what processes that hold no lease take of the GPU's memory
+    in use (``in_use``: NVML's figure for the whole GPU, where known), their contexts included.
+    The process table is read once for all of them."""
     family_of = families(leases)
-    out: dict[str, int] = {}
-    ours = 0
-    for lease in holders_on(leases, uuid):
-        family = family_of[lease.pid]
-        mine = [p.memory_used or 0 for p in per_process if p.uuid == uuid and p.pid in family]
-        ours += sum(mine)
-        measured = max(0, sum(mine) - CONTEXT_RESERVE * len(mine))
-        out[lease.key] = max(measured, lease.held)
-    if in_use is not None:
-        out[OUTSIDE] = max(0, in_use - ours)
+    out: dict[str, dict[str, int]] = {}
+    for uuid in uuids:
+        held: dict[str, int] = {}
+        ours = 0
+        for lease in holders_on(leases, uuid):
+            family = family_of[lease.pid]
+            mine = [p.memory_used or 0 for p in per_process if p.uuid == uuid and p.pid in family]
+            ours += sum(mine)
+            measured = max(0, sum(mine) - CONTEXT_RESERVE * len(mine))
+            held[lease.key] = max(measured, lease.held)
+        total = in_use.get(uuid)
+        if total is not None:
+            held[OUTSIDE] = max(0, total - ours)
+        out[uuid] = held
     return out
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from pathlib import Path
 from typing import Any
+
+from ...lifecycle.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -23,17 +24,15 @@ log = logging.getLogger(__name__)
 EVERY = 1.0
 
 
-class WorkerShare(threading.Thread):
+class WorkerShare:
     """Follows the share of the kernel whose worker this process is."""
 
     def __init__(self, worker: Any, directory: Path) -> None:
-        super().__init__(name="gpudask-worker-share", daemon=True)
         from .leases import RoomDir
 
         self.worker = worker
         self.room = RoomDir(directory)
         self.capped: Any = None
-        self.stopped = threading.Event()
 
     def step(self) -> bool:
         """Cap the worker at its part of the share now; False when its kernel holds no elastic
@@ -65,15 +64,8 @@ class WorkerShare(threading.Thread):
             log.debug("this worker does not spill device memory: its cap alone holds")
         return True
 
-    def run(self) -> None:
-        while not self.stopped.wait(EVERY):
-            try:
-                self.step()
-            except Exception:  # the cap in place still holds; the next look tries again
-                log.debug("cannot follow this worker's share", exc_info=True)
 
-
-def start(worker: Any) -> WorkerShare | None:
+def start(worker: Any) -> Periodic | None:
     """From the workers' preload: cap this worker where its kernel holds an elastic share, and
     keep following it; None elsewhere (no room here, or a planned share)."""
     from ... import config
@@ -84,5 +76,8 @@ def start(worker: Any) -> WorkerShare | None:
     follower = WorkerShare(worker, directory)
     if not follower.step():
         return None
-    follower.start()
-    return follower
+    following = Periodic(
+        "gpudask-worker-share", EVERY, follower.step, "cannot follow this worker's share"
+    )
+    following.start()
+    return following
