@@ -1,7 +1,7 @@
 """The room under Ctrl-C, SIGTERM and SIGKILL, on real kernels (jupyter_client) of a shared
-machine (the room's test seam for its GPUs, CPU clusters): at several moments of a placed start,
-no lease is left counting for a kernel whose start was undone or that is gone, and the next
-start is placed as if it had never been."""
+machine (the room's test seam for its GPUs, CPU clusters), planned or with elastic shares: at
+several moments of a placed start, no lease is left counting for a kernel whose start was undone
+or that is gone, and the next start is placed as if it had never been."""
 
 from __future__ import annotations
 
@@ -22,6 +22,15 @@ from gpudask_jupyter.cluster.room.leases import RoomDir
 pytestmark = pytest.mark.timeout(300)
 
 PLACED = "%gpu_cluster start --n-workers 1 --memory-limit 1GB"
+
+
+@pytest.fixture(autouse=True, params=["planned", "elastic"])
+def plan(request: pytest.FixtureRequest, room_env: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each fault twice: in a room the instructor planned (room_env's room-students), and in one
+    nobody configured, where shares follow the holders present."""
+    if request.param == "elastic":
+        monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "0")
+    return str(request.param)
 
 
 def _counting(room: Path) -> list[leases.Lease]:
