@@ -401,20 +401,82 @@ def test_a_worker_killed_during_the_transfer_leaves_nothing(client) -> None:
     assert held_keys(client) == 0
 
 
-def test_ctrl_c_during_the_transfer_leaves_nothing(client) -> None:
-    import _thread
+@pytest.fixture
+def stalled(client, monkeypatch) -> Iterator[str]:
+    """A worker paused until the test ends: a transfer to it waits for it to read its segments,
+    so an interrupt sent once the segments exist lands while the transfer runs."""
+    monkeypatch.setattr(cluster_view, "PAUSE_GRACE", 600.0)
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    client.run(_pause, paused=True, workers=[victim])
+    yield victim
+    client.run(_pause, paused=False, workers=[victim])
 
-    ns, started = _slow_transfer(client)
-    original = ns["df"]
 
+class _SwallowsCtrlC:
+    """Presses Ctrl-C from its finaliser: the interrupt is handled there, inside ``__del__``,
+    where Python reports it as ignored and drops it, as it does when the garbage collector
+    happens to run a finaliser at the moment a real SIGINT arrives."""
+
+    def __del__(self) -> None:
+        import _thread
+
+        _thread.interrupt_main()
+        for _ in range(1000):  # the handler runs at one of these jumps, still in __del__
+            pass
+
+
+def _interrupt_when(event: threading.Event) -> None:
     def interrupt() -> None:
-        started.wait(60)
+        assert event.wait(120), "the transfer never began"
+        import _thread
+
         _thread.interrupt_main()
 
     threading.Thread(target=interrupt, daemon=True).start()
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_ctrl_c_during_the_transfer_leaves_nothing(client, stalled, attempt) -> None:
+    ns, started = _slow_transfer(client)
+    original = ns["df"]
+    _interrupt_when(started)
     with pytest.raises(KeyboardInterrupt):
         distribute_names(ns, ["df"], client=client)
     assert ns["df"] is original
+    assert held_keys(client) == 0
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("what", ["distribute", "gather"])
+def test_ctrl_c_swallowed_by_a_finaliser_still_undoes_everything(client, monkeypatch, what) -> None:
+    """The interrupt lands in a finaliser the main thread runs while it waits for the workers;
+    Python drops it there, and the command must still end as interrupted, nothing rebound."""
+    real = cluster_view.completed
+    pressed: list[bool] = []
+
+    def completed(*args: Any, **kwargs: Any) -> Any:
+        for future in real(*args, **kwargs):
+            if not pressed:
+                pressed.append(True)
+                _SwallowsCtrlC()  # dropped at once: its finaliser runs here, on the main thread
+            yield future
+
+    monkeypatch.setattr(cluster_view, "completed", completed)
+    for module in ("spread", "gathering"):
+        monkeypatch.setattr(f"gpudask_jupyter.convert.distribute.{module}.completed", completed)
+    original = _frame(50_000)
+    if what == "distribute":
+        ns: dict[str, Any] = {"df": original}
+        with pytest.raises(KeyboardInterrupt):
+            distribute_names(ns, ["df"], client=client)
+        assert ns["df"] is original
+    else:
+        lazy = dd.from_pandas(original, npartitions=4)
+        ns = {"lazy": lazy}
+        with pytest.raises(KeyboardInterrupt):
+            gather_names(ns, ["lazy"], client=client)
+        assert ns["lazy"] is lazy
+    assert pressed, "the finaliser never ran during the command"
     assert held_keys(client) == 0
 
 
@@ -513,18 +575,42 @@ def test_a_worker_stopped_before_the_call_is_waited_for_at_most_the_timeout(clie
     assert held_keys(client) == 0
 
 
-def test_ctrl_c_during_a_gather_leaves_no_key_even_while_its_traceback_is_kept(client) -> None:
-    import _thread
+def _held_until(running: str, release: str) -> Any:
+    def held(part: pd.DataFrame) -> pd.DataFrame:
+        from distributed import Event
 
-    def slow(part: pd.DataFrame) -> pd.DataFrame:
-        time.sleep(0.4)
+        Event(running).set()
+        Event(release).wait(120)
         return part
 
-    lazy = dd.from_pandas(_frame(8_000), npartitions=8).map_partitions(slow)
+    return held
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_ctrl_c_during_a_gather_leaves_no_key_even_while_its_traceback_is_kept(
+    client, attempt
+) -> None:
+    from distributed import Event
+
+    running, release = f"running-{os.getpid()}-{attempt}", f"release-{os.getpid()}-{attempt}"
+    frame = _frame(8_000)
+    lazy = dd.from_pandas(frame, npartitions=8).map_partitions(
+        _held_until(running, release), meta=frame.iloc[:0]
+    )
     ns = {"lazy": lazy}
-    threading.Timer(0.6, _thread.interrupt_main).start()
-    with pytest.raises(KeyboardInterrupt) as interrupted:
-        gather_names(ns, ["lazy"], client=client)
+    begun = threading.Event()
+
+    def watch() -> None:  # the gather is running once a partition's task is
+        if Event(running, client=client).wait(120):
+            begun.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    _interrupt_when(begun)
+    try:
+        with pytest.raises(KeyboardInterrupt) as interrupted:
+            gather_names(ns, ["lazy"], client=client)
+    finally:
+        Event(release, client=client).set()
     kept = interrupted.value  # what IPython keeps as the last traceback
     assert ns["lazy"] is lazy
     assert held_keys(client) == 0

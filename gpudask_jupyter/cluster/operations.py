@@ -4,7 +4,8 @@ never cut one in half.
 Jupyter interrupts a cell by raising ``KeyboardInterrupt`` in the kernel's main thread, wherever
 it is: in the middle of ``LocalCluster.__init__`` (whose workers then run on with nothing to end
 them), in the middle of ``import dask`` (whose half-made modules then break every later import),
-between starting a cluster and recording it. So an operation runs on a thread of its own, where
+between starting a cluster and recording it (or in a finaliser, which swallows it: see
+:mod:`..lifecycle.interrupts`). So an operation runs on a thread of its own, where
 no interrupt lands, and the main thread only waits for it. Ctrl-C returns control at once: the
 operation is told (``interrupted``, which it checks between its steps, so that nothing new
 starts), and once it has finished, what it made is undone on that thread (a started cluster is
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from .. import lifecycle
+from ..lifecycle import interrupts
 from . import prewarm
 
 log = logging.getLogger(__name__)
@@ -79,8 +81,10 @@ def run(
     thread = threading.Thread(target=body, name=f"gpudask-{what}", daemon=True)
     thread.start()
     try:
-        while not operation.done.wait(_POLL):
-            pass
+        with interrupts.InterruptGuard() as guard:
+            while not operation.done.wait(_POLL):
+                guard.checkpoint()
+            guard.checkpoint()
     except KeyboardInterrupt:
         operation.interrupted.set()
         _undo_later(operation, thread, undo)

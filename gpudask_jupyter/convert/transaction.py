@@ -8,7 +8,8 @@ Ctrl-C on a thread of its own, so that control comes back at once), the staged r
 dropped, the failure's frames are cleared (IPython keeps the last traceback, whose
 frames would hold half-built device arrays and futures), device memory is given back (CuPy's
 cached blocks included, so NVML sees it free again), and the error names the variable, the
-cause and what to do. The originals are never touched.
+cause and what to do. The originals are never touched. A Ctrl-C that a finaliser swallowed is
+raised at the next step, or before the names are rebound (:mod:`..lifecycle.interrupts`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
 from ..errors import ConversionError, GpuDaskError, NoGpuError
+from ..lifecycle import interrupts
 from .converter import Context, Converter, Direction
 from .failures import describe
 from .lookup import find
@@ -80,35 +82,38 @@ def transact(
     by_identity: dict[int, Any] = {}
     name, obj, new = "", None, None
     names = list(names)
-    try:
-        for name in names:
-            obj = namespace[name]
-            check(name, obj)
-        for name in names:
-            obj = namespace[name]
-            if id(obj) in by_identity:
-                staged[name] = by_identity[id(obj)]
-                continue
-            new = move(name, obj)
-            if new is not None:
-                staged[name] = by_identity[id(obj)] = new
-    except BaseException as err:
-        staged.clear()  # this frame stays in the error's traceback: it must hold nothing
-        by_identity.clear()
-        new = None
-        traceback.clear_frames(err.__traceback__)
-        if not isinstance(err, Exception):  # Ctrl-C: control back at once, the undo follows
-            _undo_later(undo)
-            raise
-        undo()
-        release_device_memory()
-        if isinstance(err, GpuDaskError):
-            raise  # ours already speaks to the user
-        log.debug("moving %s failed", name, exc_info=err)
-        error = fail(name, obj, err)
-        error.details = "".join(traceback.format_exception(err))
-        raise error from None
-    namespace.update(staged)
+    with interrupts.InterruptGuard() as guard:
+        try:
+            for name in names:
+                obj = namespace[name]
+                check(name, obj)
+            for name in names:
+                obj = namespace[name]
+                if id(obj) in by_identity:
+                    staged[name] = by_identity[id(obj)]
+                    continue
+                new = move(name, obj)
+                if new is not None:
+                    staged[name] = by_identity[id(obj)] = new
+                guard.checkpoint()
+            guard.checkpoint()  # a Ctrl-C a finaliser swallowed still undoes everything
+        except BaseException as err:
+            staged.clear()  # this frame stays in the error's traceback: it must hold nothing
+            by_identity.clear()
+            new = None
+            traceback.clear_frames(err.__traceback__)
+            if not isinstance(err, Exception):  # Ctrl-C: control back at once, the undo follows
+                _undo_later(undo)
+                raise
+            undo()
+            release_device_memory()
+            if isinstance(err, GpuDaskError):
+                raise  # ours already speaks to the user
+            log.debug("moving %s failed", name, exc_info=err)
+            error = fail(name, obj, err)
+            error.details = "".join(traceback.format_exception(err))
+            raise error from None
+        namespace.update(staged)
 
 
 def convert_one(

@@ -34,6 +34,7 @@ from types import FrameType
 from typing import Any
 
 from .. import lifecycle
+from . import interrupts
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def _interrupt_running_cell() -> bool:
     ``KeyboardInterrupt`` only while it handles a message there (its own handler otherwise),
     and the signal itself, sent to the main thread, ends a wait in a system call. Whether a cell
     was running."""
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    if not interrupts.raises_keyboard_interrupt(signal.getsignal(signal.SIGINT)):
         return False
     log.info("the kernel shuts down while a cell runs: interrupting it")
     signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)

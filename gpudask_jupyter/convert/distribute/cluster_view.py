@@ -25,6 +25,7 @@ from typing import Any
 
 from ... import compat, config
 from ...errors import ClusterError, is_out_of_memory
+from ...lifecycle import interrupts
 from ...monitor import heartbeat
 from ..failures import PartitionError
 from . import shared_memory, worker_tasks
@@ -214,6 +215,7 @@ def completed(client: Any, futures: Sequence[Any], where: Mapping[str, str]) -> 
     needed: Collection[str] = set(where.values()) or set(workers_now(client))
     liveness = _Liveness()
     while pending:
+        interrupts.checkpoint()
         try:
             with client.as_current():  # wait() finds the client by itself otherwise
                 result = wait(pending, timeout=_POLL, return_when="FIRST_COMPLETED")
