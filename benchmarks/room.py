@@ -280,7 +280,7 @@ def _room(args: argparse.Namespace, cpu: bool, run: int) -> tuple[dict[str, Any]
     left_processes = [
         pid for s in [alone, *students] for pid in s.children if psutil.pid_exists(pid)
     ]
-    left_leases = list(room_dir.glob("*.lease.json")) if room_dir.exists() else []
+    left_leases = list(room_dir.glob("*/*.lease.json")) if room_dir.exists() else []
     # registry entries and TLS folders; the kernels' Dask log folder stays on purpose
     left_files = [
         p.name

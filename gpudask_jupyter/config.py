@@ -203,11 +203,13 @@ OPTIONS: dict[str, Option] = {
         ),
         Option(
             "room-dir",
-            "/tmp/gpudask-room",
+            "/tmp",
             str,
-            "Where the kernels of a shared machine record their leases of the GPUs (made "
-            "sticky and writable by all when missing; better made by the administrator with "
-            "`install -d -m 1777 -o root DIR`). Every student's kernel must see the same one.",
+            "The directory where the kernels of a shared machine record their leases of the "
+            "GPUs, each account in a folder of its own. It must belong to root (or to you): "
+            "another owner could remove everybody's leases. `/tmp` is; any other is made once "
+            "by the instructor with `install -d -m 1777 -o root DIR`. Every student's kernel "
+            "must see the same one.",
         ),
         Option(
             "room-gpus",

@@ -12,6 +12,7 @@ from support import spawned_workers, wait_gone
 
 from gpudask_jupyter import registry
 from gpudask_jupyter.cluster import session
+from gpudask_jupyter.machine import processes
 
 START = "start --n-workers 2 --threads-per-worker 1 --memory-limit 1GB"
 
@@ -146,8 +147,6 @@ def test_unload_and_reload_close_the_cluster(magic: str) -> None:
 
 @pytest.mark.usefixtures("alone")
 def test_registry_entry_describes_the_cluster(shell, runtime_dir: Path) -> None:
-    import psutil
-
     client = shell.run_line_magic("gpu_cluster", START)
     entries = registry.read_all(runtime_dir)
     assert len(entries) == 1
@@ -155,7 +154,7 @@ def test_registry_entry_describes_the_cluster(shell, runtime_dir: Path) -> None:
     assert entry.scheduler_address == client.scheduler.address
     assert entry.mode == "cpu"
     assert entry.pid == os.getpid()
-    assert entry.started == pytest.approx(psutil.Process().create_time())
+    assert entry.started == processes.process_started(os.getpid())
     assert entry.dashboard_link and entry.dashboard_link.startswith("http://127.0.0.1:")
     assert entry.tls is not None
 

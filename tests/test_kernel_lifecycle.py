@@ -99,6 +99,7 @@ def test_a_killed_kernels_entry_is_ignored_then_pruned(kernel, runtime_dir: Path
     km, kc = kernel
     workers = _start_cluster(km, kc)
     os.kill(km.provisioner.process.pid, signal.SIGKILL)  # no handler runs
+    km.provisioner.process.wait(timeout=60)  # the kernel has ended (a dying one still runs)
     assert wait_gone(workers) == []  # the workers end with their parent's pipe
     assert len(_left_behind(runtime_dir)) == 2
     assert registry.read_all(runtime_dir) == {}  # the server ignores it at once

@@ -210,7 +210,7 @@ def test_a_reused_pid_does_not_revive_an_entry(tmp_path: Path) -> None:
     """Same pid (ours), another start time: the process that wrote it is gone."""
     started = processes.process_started(os.getpid())
     assert started is not None
-    _write_raw(tmp_path, _raw(started=started - 3600))
+    _write_raw(tmp_path, _raw(started=started - 360_000))
     assert registry.read_all(tmp_path) == {}
 
 
@@ -223,12 +223,12 @@ def test_prune_removes_dead_entries_and_their_tls_keys_only(tmp_path: Path) -> N
     )
     files = registry.write_tls("dead", {"ca": "x", "cert": "y", "key": "z"}, tmp_path)
     gone = registry.Entry("dead", int(dead.stdout), "cpu", "tls://127.0.0.1:1", tls=files)
-    gone.started = 12345.0
+    gone.started = 12345
     registry.write(gone, tmp_path)
     registry.write(_entry("alive"), tmp_path)
-    reused = _raw(kernel_id="reused", started=1.0)
+    reused = _raw(kernel_id="reused", started=1)
     _write_raw(tmp_path, reused, name="reused")
-    newer = _raw(kernel_id="newer", version=registry.SCHEMA_VERSION + 1, started=1.0)
+    newer = _raw(kernel_id="newer", version=registry.SCHEMA_VERSION + 1, started=1)
     _write_raw(tmp_path, newer, name="newer")
     assert sorted(registry.prune(tmp_path)) == ["dead", "reused"]
     left = sorted(p.name for p in tmp_path.iterdir())

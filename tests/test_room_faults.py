@@ -72,5 +72,5 @@ def test_a_kernel_ended_during_or_after_a_placed_start_holds_no_share(
     out = run(other, START)["output"]
     assert "room: GPU 0 had nobody else" in out, out
     assert [lease.pid for lease in _counting(room_env)] != []
-    files = sorted(room_env.glob(f"*{leases.SUFFIX}"))
+    files = sorted(room_env.glob(f"*/*{leases.SUFFIX}"))
     assert len(files) == 1, files  # what the ended kernel left was reclaimed by this start

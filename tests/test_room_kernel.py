@@ -13,13 +13,21 @@ from typing import Any
 import pytest
 from support import run_cell as run
 
-from gpudask_jupyter.cluster.room import leases, room_view
+from gpudask_jupyter.cluster.room import leases, measure, room_view
 
 START = "%load_ext gpudask_jupyter\n%gpu_cluster start --n-workers 1 --memory-limit 1GB"
 
 
+def _memory(devices: Any, listing: dict[int, int], gpu: int = 0) -> dict[str, Any]:
+    """The seam's GPUs as NVML would show them: ``listing`` (pid: bytes) on GPU ``gpu``."""
+    out = {d.uuid: measure.GpuMemory(d.uuid, d.memory_total, 0, {}) for d in devices}
+    uuid = devices[gpu].uuid
+    out[uuid] = measure.GpuMemory(uuid, devices[gpu].memory_total, sum(listing.values()), listing)
+    return out
+
+
 def _lease_files(room: Path) -> list[Path]:
-    return sorted(room.glob(f"*{leases.SUFFIX}"))
+    return sorted(room.glob(f"*/*{leases.SUFFIX}"))
 
 
 def test_students_spread_over_the_gpus_and_see_their_share(kernels: Any, room_env: Path) -> None:
@@ -79,7 +87,7 @@ def test_a_student_sees_others_as_counts_and_an_instructor_sees_names() -> None:
 
     devices = holder.room_devices()
     now = time.time()
-    me = processes.process_started(os.getpid()) or now
+    me = processes.process_started(os.getpid()) or 0
     own = leases.Lease(
         os.getuid(), "me", os.getpid(), me, "k", [leases.Share(devices[0].uuid, 0, 2**30)], now, now
     )
@@ -87,26 +95,23 @@ def test_a_student_sees_others_as_counts_and_an_instructor_sees_names() -> None:
         os.getuid() + 1,
         "alice",
         3999999,
-        0.0,
+        0,
         "k2",
         [leases.Share(devices[0].uuid, 0, 2**30)],
         now,
         0.0,
     )
-    used = [
-        room_view.nvml.GpuProcess(
-            devices[0].uuid, 3999999, 3 * 2**30, False
-        ),  # alice: above her share
-    ]
-    student = room_view.table(room_view.build(devices, [own, other], [], used, now, False, "room"))
-    text = str(student)
+    import dask.config
+
+    used = _memory(devices, {3999999: 3 * 2**30})  # alice: above her share
+    with dask.config.set({"gpudask.room-students": 4}):  # the plan: shares as the leases say
+        student = room_view.build(devices, [own, other], used, now, False, "room")
+        teacher = room_view.build(devices, [own, other], used, now, True, "room")
+    text = str(room_view.table(student))
     assert "alice" not in text and "1 other student(s)" in text
     assert "1 idle, 1 above their share" in text
-    teacher = str(
-        room_view.table(room_view.build(devices, [own, other], [], used, now, True, "room"))
-    )
-    assert "alice" in teacher and "above the share, idle" in teacher
-    import dask.config
+    assert "alice" in str(room_view.table(teacher))
+    assert "above the share, idle" in str(room_view.table(teacher))
 
     with dask.config.set({"gpudask.room-names": "teacher,bob"}):
         assert room_view.sees_names("bob") and not room_view.sees_names("alice")
@@ -162,13 +167,12 @@ def test_the_room_shows_each_holders_share_of_the_gpus_multiprocessors() -> None
 
     devices = holder.room_devices()
     now = time.time()
-    me = processes.process_started(os.getpid()) or now
+    me = processes.process_started(os.getpid()) or 0
     own = leases.Lease(
         os.getuid(), "me", os.getpid(), me, "k", [leases.Share(devices[1].uuid, 1, 2**30)], now, now
     )
-    room = room_view.build(
-        devices, [own], [], [], now, False, "room", {(devices[1].uuid, os.getpid()): 37}
-    )
+    busy = {(devices[1].uuid, os.getpid()): 37}
+    room = room_view.build(devices, [own], _memory(devices, {}), now, False, "room", busy)
     assert room.gpus[1].holdings[0].utilization == 37
     assert "37% busy" in str(room_view.table(room))
 
@@ -288,7 +292,7 @@ def test_a_holders_memory_counts_every_process_below_its_kernel() -> None:
         worker = int(kernel.stdout.readline())  # type: ignore[union-attr]
         devices = holder.room_devices()
         now = time.time()
-        started = processes.process_started(kernel.pid) or now
+        started = processes.process_started(kernel.pid) or 0
         lease = leases.Lease(
             os.getuid(),
             "me",
@@ -299,11 +303,8 @@ def test_a_holders_memory_counts_every_process_below_its_kernel() -> None:
             now,
             now,
         )
-        listing = [
-            room_view.nvml.GpuProcess(devices[0].uuid, worker, 300 * 2**20, True),
-            room_view.nvml.GpuProcess(devices[0].uuid, stranger.pid, 700 * 2**20, True),
-        ]
-        room = room_view.build(devices, [lease], [], listing, now, False, "room")
+        listing = _memory(devices, {worker: 300 * 2**20, stranger.pid: 700 * 2**20})
+        room = room_view.build(devices, [lease], listing, now, False, "room")
         assert room.gpus[0].holdings[0].used == 300 * 2**20
     finally:
         for below in psutil.Process(kernel.pid).children(recursive=True):

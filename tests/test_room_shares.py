@@ -1,43 +1,61 @@
-"""Elastic shares, where the instructor set no plan: the room follows the holders present.
+"""Elastic shares, where the instructor set no plan: the room follows the holders present, as
+the machine shows them.
 
 No start is refused while a GPU has memory that no holder holds; what a holder holds is never
-taken back; a holder who leaves lends its memory back; thirty kernels arriving at once on real
-leases (real processes, the room's test seam for the GPUs) all get a share, and every holder's
-processes compute the same caps from the leases alone.
+taken back; a holder who leaves lends its memory back at the next look, whoever it was; no
+figure in another student's lease counts; thirty kernels arriving at once on real leases (real
+processes, the room's test seam for the GPUs) all get a share that fits.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gpudask_jupyter.cluster.room import leases, shares
+from gpudask_jupyter.cluster.room import measure, shares
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.cluster.room.placement import CONTEXT_RESERVE, CONTEXTS_PER_HOLDER, MIN_SHARE
 from gpudask_jupyter.errors import ClusterError
-from gpudask_jupyter.machine import nvml, processes
+from gpudask_jupyter.machine import nvml
 
 GiB = 2**30
 GPU = nvml.Device(0, "GPU-a", "test GPU", 140 * GiB)
 OTHER = nvml.Device(1, "GPU-b", "test GPU", 140 * GiB)
 
 
-def _lease(pid: int, taken: float, plan: dict[str, dict[str, int]] | None = None) -> Lease:
+def _lease(pid: int, taken: float = 1.0, held: int = 0) -> Lease:
     return Lease(
-        1000 + pid, f"s{pid}", pid, 1.0, f"k{pid}", [Share(GPU.uuid, 0, 0)], taken, taken,
-        plan=plan if plan is not None else {GPU.uuid: {}},
+        1000 + pid, f"s{pid}", pid, 1, f"k{pid}", [Share(GPU.uuid, 0, 0)], taken, taken,
+        held=held, elastic=True,
     )  # fmt: skip
 
 
 def _usable(holders: int) -> int:
     return GPU.memory_total - CONTEXTS_PER_HOLDER * CONTEXT_RESERVE * holders
+
+
+def _memory(
+    processes: dict[int, int], used: int | None = None, device: nvml.Device = GPU
+) -> dict[str, measure.GpuMemory]:
+    """The machine as NVML would show it: each pid's bytes on the GPU (a context included)."""
+    total = sum(processes.values()) if used is None else used
+    return {device.uuid: measure.GpuMemory(device.uuid, device.memory_total, total, processes)}
+
+
+def _caps(leases: list[Lease], memory: dict[str, measure.GpuMemory]) -> dict[str, int]:
+    return shares.caps(GPU.memory_total, shares.held_on(GPU.uuid, leases, memory))
+
+
+def _holding(size: int) -> int:
+    """What NVML shows of a process that holds ``size`` bytes: its context as well."""
+    return size + CONTEXT_RESERVE
 
 
 @pytest.mark.parametrize(
@@ -61,182 +79,184 @@ def test_the_level_fills_what_the_holders_do_not_hold(
 
 
 def test_a_newcomer_gets_an_equal_part_of_what_is_not_held_and_others_keep_what_they_hold() -> None:
-    first = _lease(1, 1.0)
-    alone = shares.caps_on(GPU.uuid, GPU.memory_total, [first])
-    assert alone == {first.key: _usable(1)}  # the whole GPU, its contexts set aside
-    # the second measures what the first holds (100 GiB) and writes it into its plan
-    cap, plan = shares.plan_for(GPU, [first], {first.key: 100 * GiB})
-    assert plan == {first.key: 100 * GiB}
-    second = _lease(2, 2.0, {GPU.uuid: plan})
-    caps = shares.caps_on(GPU.uuid, GPU.memory_total, [first, second])
-    assert caps[first.key] == 100 * GiB  # never below what it holds
-    assert caps[second.key] == cap == _usable(2) - 100 * GiB
+    first = _lease(11)
+    assert _caps([first], _memory({})) == {first.key: _usable(1)}  # alone: the whole GPU
+    memory = _memory({11: _holding(100 * GiB)})
+    chosen = shares.choose_elastic([GPU], [first], 1, memory)
+    offered = chosen.shares[GPU.uuid]
+    assert offered == _usable(2) - 100 * GiB
+    second = _lease(12, 2.0)
+    caps = _caps([first, second], memory)
+    assert caps == {first.key: 100 * GiB, second.key: offered}  # never below what it holds
     assert sum(caps.values()) <= _usable(2)
 
 
-def test_shares_shrink_as_students_arrive_and_grow_as_they_leave() -> None:
-    holders = [_lease(1, 1.0)]
+def test_shares_shrink_as_students_arrive_and_grow_as_they_leave_whoever_leaves() -> None:
+    holders = [_lease(11)]
     for n in range(2, 6):
-        _, plan = shares.plan_for(GPU, holders, {})
-        holders.append(_lease(n, float(n), {GPU.uuid: plan}))
-        caps = shares.caps_on(GPU.uuid, GPU.memory_total, holders)
-        assert set(caps.values()) == {_usable(n) // n}  # equal parts, nobody holds anything
-    gone = holders.pop()  # the newest leaves: the plan of the one before applies again
-    caps = shares.caps_on(GPU.uuid, GPU.memory_total, holders)
-    assert set(caps.values()) == {_usable(4) // 4}
-    assert gone.key not in caps
+        holders.append(_lease(10 + n, float(n)))
+        assert set(_caps(holders, _memory({})).values()) == {_usable(n) // n}
+    newest = holders.pop()  # the newest leaves: nothing of its making stays
+    caps = _caps(holders, _memory({}))
+    assert set(caps.values()) == {_usable(4) // 4} and newest.key not in caps
     holders.pop(1)  # an older one leaves: its memory is lent back to the others
-    caps = shares.caps_on(GPU.uuid, GPU.memory_total, holders)
-    assert set(caps.values()) == {_usable(3) // 3}
+    assert set(_caps(holders, _memory({})).values()) == {_usable(3) // 3}
 
 
-def test_a_lease_of_an_older_package_counts_as_holding_its_share() -> None:
-    old = Lease(2000, "old", 7, 1.0, "k", [Share(GPU.uuid, 0, 30 * GiB)], 1.0, 1.0)
-    new = _lease(8, 2.0, {GPU.uuid: {}})
-    caps = shares.caps_on(GPU.uuid, GPU.memory_total, [old, new])
-    assert caps[old.key] == 30 * GiB
-    assert caps[new.key] == _usable(2) - 30 * GiB
+def test_the_newest_holder_leaving_leaves_caps_that_fit_what_is_free() -> None:
+    """The issue's case on a 140 GiB GPU: B arrives while A holds nothing; A grows to 100 GiB;
+    C arrives and leaves. A may still hold its 100 GiB, and B's cap is what A does not hold:
+    never more than is free, so B's allocations up to its cap cannot fail for lack of memory."""
+    a, b, c = _lease(11), _lease(12, 2.0), _lease(13, 3.0)
+    assert _caps([a, b], _memory({})) == {a.key: _usable(2) // 2, b.key: _usable(2) // 2}
+    grown = _memory({11: _holding(100 * GiB)})
+    with_c = _caps([a, b, c], grown)
+    assert with_c[a.key] == 100 * GiB and with_c[b.key] == with_c[c.key]
+    caps = _caps([a, b], grown)  # C has left
+    assert caps[a.key] == 100 * GiB
+    free = GPU.memory_total - _holding(100 * GiB) - CONTEXT_RESERVE  # B's own context
+    assert caps[b.key] == _usable(2) - 100 * GiB <= free
+
+
+def test_no_figure_in_another_students_lease_changes_a_cap() -> None:
+    """A forged lease (every field valid, taken far in the future, claiming to hold most of the
+    GPU) is one more holder, holding what the machine shows its processes hold: nothing."""
+    honest = [_lease(11), _lease(12, 2.0)]
+    memory = _memory({11: _holding(30 * GiB), 12: _holding(30 * GiB)})
+    forged = _lease(13, taken=4e9, held=139 * GiB)
+    forged.gpus = [Share(GPU.uuid, 0, 139 * GiB)]
+    innocent = _lease(13, taken=3.0)
+    assert _caps([*honest, forged], memory) == _caps([*honest, innocent], memory)
+    caps = _caps([*honest, forged], memory)
+    assert caps[honest[0].key] == caps[honest[1].key] == (_usable(3) - 0) // 3 > 30 * GiB
+
+
+def test_where_nvml_hides_the_processes_claims_count_up_to_what_is_in_use() -> None:
+    """A container that hides the others' processes: each holder's own figure stands in for
+    it, all of them bounded by the memory the GPU has in use."""
+    honest = _lease(11, held=20 * GiB)
+    forged = _lease(12, held=139 * GiB)
+    in_use = 40 * GiB
+    memory = _memory({}, used=in_use)
+    held = shares.held_on(GPU.uuid, [honest, forged], memory)
+    assert sum(held.holders.values()) + held.outside <= in_use
+    caps = shares.caps(GPU.memory_total, held)
+    assert caps[honest.key] >= (GPU.memory_total - in_use) // 2
+
+
+def test_a_holders_own_figure_counts_for_itself_alone() -> None:
+    me, other = _lease(11), _lease(12, 2.0)
+    memory = _memory({11: _holding(GiB), 12: _holding(GiB)})
+    seen_by_me = shares.held_on(GPU.uuid, [me, other], memory, own=me, own_held=10 * GiB)
+    assert seen_by_me.holders[me.key] == 10 * GiB
+    seen_by_other = shares.held_on(GPU.uuid, [me, other], memory, own=other)
+    assert seen_by_other.holders[me.key] == GiB
 
 
 def test_a_start_is_refused_only_where_every_gpu_is_held() -> None:
-    holders = [_lease(1, 1.0)]
-    held = {GPU.uuid: {holders[0].key: _usable(2) - MIN_SHARE // 2}}
+    holders = [_lease(11)]
+    memory = {
+        **_memory({11: _holding(_usable(2) - MIN_SHARE // 2)}),
+        **_memory({}, device=OTHER),
+    }
     with pytest.raises(ClusterError, match="Every GPU here is held by the students on it"):
-        shares.choose_elastic([GPU], holders, 1, held)
-    chosen = shares.choose_elastic([GPU, OTHER], holders, 1, held)
+        shares.choose_elastic([GPU], holders, 1, memory)
+    chosen = shares.choose_elastic([GPU, OTHER], holders, 1, memory)
     assert [d.uuid for d in chosen.devices] == [OTHER.uuid]  # the empty one
     assert chosen.shares == {OTHER.uuid: _usable(1)}
     assert "the most memory its holders do not hold" in chosen.why
 
 
+def test_memory_held_outside_the_room_is_counted_by_nobodys_cap() -> None:
+    """A process on the GPU that holds no lease (a student alone there before others came, a
+    job outside the notebooks): no cap counts on what it takes."""
+    first, second = _lease(11), _lease(12, 2.0)
+    memory = _memory({99_999_999: 40 * GiB})
+    caps = _caps([first, second], memory)
+    assert caps == {
+        first.key: (_usable(2) - 40 * GiB) // 2,
+        second.key: (_usable(2) - 40 * GiB) // 2,
+    }
+
+
+def test_what_is_held_is_measured_per_process_its_children_included() -> None:
+    """NVML's per-process memory, less a context each, is what a holder holds, counting every
+    process below its kernel; what the GPU has in use beyond the holders' processes is outside
+    the room."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        lease = _lease(os.getpid())
+        memory = _memory({os.getpid(): 3 * GiB, child.pid: 2 * GiB, 99_999_999: 5 * GiB}, 12 * GiB)
+        held = shares.held_on(GPU.uuid, [lease], memory)
+        assert held.holders == {lease.key: 5 * GiB - 2 * CONTEXT_RESERVE}
+        assert held.outside == 7 * GiB
+    finally:
+        child.communicate(b"")
+
+
 @pytest.fixture
-def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
+def students() -> Iterator[list[subprocess.Popen[bytes]]]:
     made: list[subprocess.Popen[bytes]] = []
     yield made
     for process in made:
-        process.kill()
+        if process.poll() is None:
+            process.kill()
         process.wait()
 
 
-def _started(pid: int) -> float:
-    deadline = time.monotonic() + 10
-    while (started := processes.process_started(pid)) is None:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    return started
-
-
 TAKE = """
-import json, os, sys, time
+import json, os, sys
 import dask.config
 from gpudask_jupyter.cluster.room import holder
 dask.config.set({"gpudask.room-dir": sys.argv[1], "gpudask.room-students": 0})
 devices = holder.room_devices()
-go = float(sys.argv[2])
-time.sleep(max(0, go - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()
 try:
     held = holder.take(devices, None, None)
-    print(json.dumps({"gpu": held.lease.gpus[0].uuid, "share": held.lease.gpus[0].share}))
+    share = held.lease.gpus[0]
+    print(json.dumps({"gpu": share.uuid, "share": share.share}), flush=True)
 except Exception as err:
-    print(json.dumps({"error": str(err)}))
-time.sleep(float(sys.argv[3]))
+    print(json.dumps({"error": str(err)}), flush=True)
+sys.stdin.read()
 """
 
 
 def test_thirty_kernels_arriving_at_once_all_get_a_share_that_fits(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sleepers: list[Any]
+    tmp_path: Path, students: list[Any]
 ) -> None:
     """Thirty processes take their place in the same second, on two 64 GiB GPUs of the seam,
     with no room-students: none is refused, the holders differ by at most one per GPU, and the
-    caps that every process would compute from the leases fit each GPU."""
-    import json
-
-    monkeypatch.setenv("GPUDASK_ROOM_TEST_GPUS", "2:64GiB")
+    caps every holder computes from what the machine shows fit each GPU."""
     room = tmp_path / "room"
-    go = time.time() + 3
+    env = {**os.environ, "GPUDASK_ROOM_TEST_GPUS": "2:64GiB"}
     for _ in range(30):
-        sleepers.append(
+        students.append(
             subprocess.Popen(
-                [sys.executable, "-c", TAKE, str(room), str(go), "20"],
+                [sys.executable, "-c", TAKE, str(room)],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env={**os.environ, "GPUDASK_ROOM_TEST_GPUS": "2:64GiB"},
+                env=env,
             )
         )
-    said = [json.loads(p.stdout.readline()) for p in sleepers]
+    for process in students:
+        assert process.stdout.readline().strip() == b"ready"
+    for process in students:  # go, all at once
+        process.stdin.write(b"go\n")
+        process.stdin.flush()
+    said = [json.loads(p.stdout.readline()) for p in students]
     assert [s for s in said if "error" in s] == []
     per_gpu = [sum(1 for s in said if s["gpu"] == uuid) for uuid in {s["gpu"] for s in said}]
     assert sorted(per_gpu) == [15, 15]
     found = RoomDir(room).leases()
     assert len(found) == 30
     for uuid in {s["gpu"] for s in said}:
-        caps = shares.caps_on(uuid, 64 * GiB, found)
+        memory = {uuid: measure.GpuMemory(uuid, 64 * GiB, 0, {})}
+        caps = shares.caps(64 * GiB, shares.held_on(uuid, found, memory))
         assert len(caps) == 15
         assert min(caps.values()) >= MIN_SHARE
         assert sum(caps.values()) <= 64 * GiB - CONTEXTS_PER_HOLDER * CONTEXT_RESERVE * 15
-
-
-def test_the_plan_names_what_each_holder_holds(tmp_path: Path, sleepers: list[Any]) -> None:
-    """A holder whose kernel says it holds memory (its lease's ``held``) keeps it in the next
-    newcomer's plan, and its cap never falls below it."""
-    import dask.config
-
-    from gpudask_jupyter.cluster.room import holder
-
-    room = RoomDir(tmp_path / "room")
-    assert room.prepare()
-    sleepers.append(subprocess.Popen(["sleep", "60"]))
-    pid = sleepers[0].pid
-    devices = [nvml.Device(0, "GPU-00000000-0000-0000-0000-000000000000", "seam", 16 * GiB)]
-    busy = Lease(
-        os.getuid(), "me", pid, _started(pid), "k", [Share(devices[0].uuid, 0, 12 * GiB)],
-        1.0, 1.0, plan={devices[0].uuid: {}}, held=10 * GiB,
-    )  # fmt: skip
-    room.write(busy)
-    with dask.config.set({"gpudask.room-dir": str(room.path), "gpudask.room-students": 0}):
-        held = holder.take(devices, None, None)
-        try:
-            assert held.lease.plan == {devices[0].uuid: {busy.key: 10 * GiB}}
-            caps = shares.caps_on(devices[0].uuid, 16 * GiB, room.leases())
-            assert caps[busy.key] == 10 * GiB
-            assert caps[held.lease.key] == held.lease.gpus[0].share
-            assert held.lease.gpus[0].share == 16 * GiB - 4 * CONTEXT_RESERVE - 10 * GiB
-            said = holder.describe(held)
-            assert "It is an equal part of what the GPU's holders do not hold" in said, said
-        finally:
-            holder.release()
-
-
-def test_a_plan_in_a_lease_file_is_checked_field_by_field(tmp_path: Path) -> None:
-    import json
-
-    good = _lease(3, 1.0, {GPU.uuid: {"1000:1:1.00": 5}})
-    raw = json.loads(good.to_json())
-    assert leases.lease_from_json(json.dumps(raw).encode()).plan == good.plan
-    for bad in ({"x": []}, {"x": {"k": -1}}, {"x": {"k": "5"}}, ["x"], {"x" * 200: {}}):
-        with pytest.raises(leases.BadLease):
-            leases.lease_from_json(json.dumps({**raw, "plan": bad}).encode())
-
-
-def test_memory_held_outside_the_room_is_counted_by_nobodys_cap() -> None:
-    """A process on the GPU that holds no lease (a student alone there before others came, a
-    job outside the notebooks): what it takes is in the plan, and no cap counts on it."""
-    first = _lease(1, 1.0)
-    held = {first.key: 0, shares.OUTSIDE: 40 * GiB}
-    cap, plan = shares.plan_for(GPU, [first], held)
-    assert plan == {first.key: 0, shares.OUTSIDE: 40 * GiB}
-    second = _lease(2, 2.0, {GPU.uuid: plan})
-    caps = shares.caps_on(GPU.uuid, GPU.memory_total, [first, second])
-    assert caps == {first.key: cap, second.key: cap}
-    assert cap == (_usable(2) - 40 * GiB) // 2
-
-
-def test_what_is_held_is_measured_per_process_and_for_the_gpu() -> None:
-    """NVML's per-process memory, less a context each, is what a holder holds; what the GPU
-    has in use beyond the holders' processes is outside the room."""
-    lease = _lease(os.getpid(), 1.0)
-    per_process = [
-        nvml.GpuProcess(GPU.uuid, os.getpid(), 3 * GiB, True),
-        nvml.GpuProcess(GPU.uuid, 999_999, 5 * GiB, False),  # nobody's lease
-    ]
-    held = shares.held_now([lease], [GPU.uuid], per_process, {GPU.uuid: 9 * GiB})
-    assert held == {GPU.uuid: {lease.key: 3 * GiB - CONTEXT_RESERVE, shares.OUTSIDE: 6 * GiB}}
+    for process in students:
+        process.stdin.close()

@@ -21,7 +21,7 @@ from typing import Any
 import dask.config
 import pytest
 
-from gpudask_jupyter.cluster.room import holder, room_part, room_view
+from gpudask_jupyter.cluster.room import holder, measure, room_part, room_view
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.machine import nvml, processes
 from gpudask_jupyter.monitor import THREAD_NAME, Monitor
@@ -41,7 +41,8 @@ ALICE, BOB = 4_242_001, 4_242_002
 
 @pytest.fixture
 def room(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RoomDir]:
-    """A shared machine with two 16 GiB GPUs (the test seam) and an empty room directory."""
+    """A shared machine with two 16 GiB GPUs (the test seam), planned for four students (the
+    shares the leases name are the ones shown), and an empty room directory."""
     monkeypatch.setenv(holder.TEST_GPUS, "2:16GiB")
     directory = RoomDir(tmp_path / "room")
     assert directory.prepare(), directory.problem
@@ -50,6 +51,7 @@ def room(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RoomDir]:
         "gpudask.shared-machine": True,
         "gpudask.room-gpus": 1,  # the tests' conftest turns the room off
         "gpudask.room-names": "none",
+        "gpudask.room-students": 4,
     }
     with dask.config.set(options):
         yield directory
@@ -75,23 +77,29 @@ def write_lease(
     idle_for: float = 5.0,
     uid: int | None = None,
     user: str = "me",
+    elastic: bool = False,
 ) -> Lease:
-    """A lease file as a kernel writes it (``uid``: another user's, given to them: needs root)."""
+    """A lease file as a kernel writes it (``uid``: another user's, in a folder given to them:
+    needs root)."""
     device = holder.room_devices()[gpu]
     now = time.time()
     lease = Lease(
         os.getuid() if uid is None else uid,
         user,
         pid,
-        processes.process_started(pid) or 0.0,
+        processes.process_started(pid) or 0,
         kernel,
         [Share(device.uuid, device.index, share)],
         now - 60,
         now - idle_for,
+        elastic=elastic,
     )
-    path = room.write(lease)
-    if uid is not None:
-        os.chown(path, uid, -1)
+    if uid is None:
+        room.write(lease)
+        return lease
+    theirs = RoomDir(room.path, uid=uid)
+    os.chown(theirs.folder(), uid, -1)
+    os.chown(theirs.write(lease), uid, -1)
     return lease
 
 
@@ -223,19 +231,19 @@ def test_a_student_sees_other_students_as_counts_an_instructor_by_name(
 
 
 def test_holders_above_their_share_are_counted_or_named() -> None:
-    """Memory in use needs NVML's process list: given here as a list, as NVML would give it."""
+    """Memory in use needs NVML's process list: given here as NVML would give it."""
     devices = [nvml.Device(0, "GPU-test-0", "test GPU", 16 * GiB)]
     now = time.time()
-    me = processes.process_started(os.getpid()) or now
+    me = processes.process_started(os.getpid()) or 0
     uuid = devices[0].uuid
     own = Lease(os.getuid(), "me", os.getpid(), me, "k-me", [Share(uuid, 0, 2 * GiB)], now, now)
-    alice = Lease(ALICE, "alice", 3999999, 0.0, "k-a", [Share(uuid, 0, GiB)], now, now - 30)
-    used = [
-        nvml.GpuProcess(uuid, os.getpid(), GiB, True),  # within the share
-        nvml.GpuProcess(uuid, 3999999, 3 * GiB, False),  # above 1 GiB and its contexts
-    ]
+    alice = Lease(ALICE, "alice", 3999999, 0, "k-a", [Share(uuid, 0, GiB)], now, now - 30)
+    # within the share; above 1 GiB and its contexts
+    used = {os.getpid(): GiB, 3999999: 3 * GiB}
+    memory = {uuid: measure.GpuMemory(uuid, 16 * GiB, 4 * GiB, used)}
     for names in (False, True):
-        built = room_view.build(devices, [own, alice], [], used, now, names, "room")
+        with dask.config.set({"gpudask.room-students": 2}):  # the shares the leases name
+            built = room_view.build(devices, [own, alice], memory, now, names, "room")
         gpu = room_part.part(built, "k-me", now)["gpus"][0]
         you = gpu["shown"][0]
         assert (you["who"], you["used"], you["above"]) == ("you", GiB, False)
@@ -302,3 +310,23 @@ def test_the_room_is_read_every_few_seconds_on_the_monitors_thread(room: RoomDir
     assert len(frames) >= 6  # six ticks, a quarter of a second apart
     assert READ_EVERY >= 2 and threads == [THREAD_NAME]  # one reading, on the monitor's thread
     assert all(f["room"]["gpus"][0]["shown"][0]["who"] == "you" for f in frames)
+
+
+def test_elastic_shares_are_shown_as_the_machine_measures_them(
+    room: RoomDir, other_process: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no plan, each holder's share is what every holder computes from what the machine
+    shows: a lease's own figures (here a share of the whole GPU) count for nothing."""
+    device = holder.room_devices()[0]
+    write_lease(room, os.getpid(), kernel_id(), gpu=0, share=GiB, elastic=True)
+    write_lease(room, other_process, "k-greedy", gpu=0, share=16 * GiB, elastic=True)
+    seam = tmp_path / "memory.json"
+    seam.write_text(json.dumps({device.uuid: {"processes": {str(other_process): 10 * GiB}}}))
+    monkeypatch.setenv(measure.TEST_MEMORY, str(seam))
+    with dask.config.set({"gpudask.room-students": 0}):
+        gpu = kernel_frame()["room"]["gpus"][0]
+    shares = {h["who"]: h["share"] for h in gpu["shown"]}
+    greedy = 10 * GiB - CONTEXTS // 2  # what its process holds, its context set aside
+    usable = 16 * GiB - 2 * CONTEXTS
+    assert shares == {"you": usable - greedy, f"you (kernel {other_process})": greedy}
+    assert gpu["not_promised"] == 16 * GiB - greedy - 2 * CONTEXTS

@@ -25,7 +25,7 @@ import os
 import sys
 from typing import Any
 
-from ..machine.processes import START_TOLERANCE
+from ..machine.processes import process_started, same_process
 
 log = logging.getLogger(__name__)
 
@@ -40,19 +40,18 @@ class WorkerPids:
     """Worker processes of one cluster, by pid, with their start times."""
 
     def __init__(self) -> None:
-        self._known: dict[int, float] = {}
+        self._known: dict[int, int] = {}
 
     def note(self, cluster: Any) -> None:
         """Remember the cluster's current worker processes (nannies' ``pid``)."""
-        import psutil
-
         workers = getattr(cluster, "workers", None) or {}
         for worker in list(workers.values()):
             pid = getattr(worker, "pid", None)
             if not isinstance(pid, int) or pid in self._known:
                 continue
-            with contextlib.suppress(psutil.Error):
-                self._known[pid] = psutil.Process(pid).create_time()
+            started = process_started(pid)
+            if started is not None:
+                self._known[pid] = started
 
     def known(self) -> list[int]:
         return list(self._known)
@@ -65,7 +64,7 @@ class WorkerPids:
         for pid, started in self._known.items():
             try:
                 proc = psutil.Process(pid)
-                same = abs(proc.create_time() - started) < START_TOLERANCE
+                same = same_process(pid, started)
                 if same and proc.ppid() == os.getpid() and proc.status() != psutil.STATUS_ZOMBIE:
                     alive.append(proc)
             except psutil.Error:

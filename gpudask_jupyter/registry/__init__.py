@@ -34,8 +34,9 @@ from .fields import InvalidEntry, check_fields
 
 log = logging.getLogger(__name__)
 
-#: 2: entries carry the kernel process's start time (``started``); version 1 entries are ignored
-SCHEMA_VERSION = 2
+#: 3: ``started`` is the kernel process's start in clock ticks since boot, which a step of the
+#: wall clock does not move (:mod:`..machine.processes`); entries of earlier versions are ignored
+SCHEMA_VERSION = 3
 ENTRY_PREFIX = "gpudask-kernel-"
 #: an entry is a few hundred bytes; a larger file is not one
 MAX_ENTRY_BYTES = 64 * 1024
@@ -63,8 +64,9 @@ class Entry:
     tls: dict[str, str] | None = None
     created: float = field(default_factory=time.time)
     version: int = SCHEMA_VERSION
-    #: when the kernel's process started: with ``pid``, it names that one process
-    started: float | None = None
+    #: when the kernel's process started (:func:`..machine.processes.process_started`): with
+    #: ``pid``, it names that one process
+    started: int | None = None
     #: a joined cluster: the addresses of the kernel's own workers (the others are others');
     #: written again when they change
     workers: list[str] | None = None
@@ -264,7 +266,7 @@ def _prune_loose_tls(folder: Path) -> None:
             shutil.rmtree(tls, ignore_errors=True)
 
 
-def _tls_owner(tls: Path) -> tuple[int, float] | None:
+def _tls_owner(tls: Path) -> tuple[int, int] | None:
     """(pid, start time) of the process that wrote a TLS folder, None where it does not say."""
     try:
         data, info = small_files.read_regular(tls / OWNER, MAX_ENTRY_BYTES, follow=False)
@@ -272,6 +274,6 @@ def _tls_owner(tls: Path) -> tuple[int, float] | None:
         pid, started = raw["pid"], raw["started"]
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
-    if not is_private(info) or not isinstance(pid, int) or not isinstance(started, int | float):
+    if not is_private(info) or not isinstance(pid, int) or not isinstance(started, int):
         return None
-    return pid, float(started)
+    return pid, started

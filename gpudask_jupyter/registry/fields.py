@@ -85,9 +85,9 @@ def check_fields(raw: object, version: int) -> dict[str, Any]:
     found = raw.get("version")
     if isinstance(found, bool) or found != version:
         raise InvalidEntry(f"version {found!r:.40} is not {version}")
-    started = _number(raw.get("started"))
-    if started is None:
-        raise InvalidEntry(f"started {raw.get('started')!r:.40} is not a time")
+    started = raw.get("started")
+    if isinstance(started, bool) or not isinstance(started, int) or started < 0:
+        raise InvalidEntry(f"started {started!r:.40} is not a process's start")
     mode = raw.get("mode")
     if not isinstance(mode, str) or mode not in MODES:
         raise InvalidEntry(f"mode {mode!r:.40} is not one of {', '.join(sorted(MODES))}")

@@ -70,21 +70,23 @@ def sleeper() -> Iterator[int]:
 
 
 def _other_students(room: Path, pid: int) -> None:
-    """Leases of three other students, as their kernels would write them (files of their own)."""
-    directory = RoomDir(room)
+    """Leases of three other students, as their kernels would write them (files of their own,
+    in folders of their own)."""
     now = time.time()
     for uid, user, gpu, idle_for in STUDENTS:
+        directory = RoomDir(room, uid=uid)
         uuid = f"GPU-00000000-0000-0000-0000-{gpu:012d}"  # the test seam's GPUs
         lease = Lease(
             uid,
             user,
             pid,
-            processes.process_started(pid) or 0.0,
+            processes.process_started(pid) or 0,
             f"kernel-of-{user}",
             [Share(uuid, gpu, 2 * GiB)],
             now - 600,
             now - idle_for,
         )
+        os.chown(directory.folder(), uid, -1)
         os.chown(directory.write(lease), uid, -1)
 
 

@@ -49,7 +49,7 @@ def test_a_share_holds_in_the_worker_and_the_kernel(kernels: Any, tmp_path: Path
     assert "UsageError" in refused["output"], refused["output"]  # a UsageError: status "ok"
     assert "your share of GPU 0 is" in refused["output"], refused["output"]
     assert "Nothing was started" in refused["output"]
-    assert list((tmp_path / "room").glob("*.lease.json")) == []  # the refused start holds none
+    assert list((tmp_path / "room").glob("*/*.lease.json")) == []  # the refused start holds none
 
     started = run(kc, "client = %gpu_cluster start")
     assert started["status"] == "ok", started["output"]

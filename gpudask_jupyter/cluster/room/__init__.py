@@ -67,7 +67,7 @@ def place(
         device.label,
         opts.rmm_pool_size,
         opts.device_memory_limit,
-        elastic=bool(held.lease.plan),
+        elastic=held.lease.elastic,
     )
     return held, held.devices, worker_caps
 

@@ -29,7 +29,7 @@ from ...lifecycle.periodic import Periodic
 from ...machine import nvml, processes
 from ...registry.kernel_id import kernel_id
 from ...text.units import format_bytes, parse_bytes
-from . import caps, placement, shares
+from . import caps, measure, placement, shares
 from .leases import Lease, RoomDir, Share
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,10 @@ class Held:
 
 
 def _follow() -> None:
-    """Keep this kernel's cap on its elastic share as the room changes, give its capped
-    allocations back what earlier caps' buffers have freed, and write what they hold into the
-    lease (what the next newcomer's plan counts), every :data:`FOLLOW_EVERY` seconds."""
+    """Keep this kernel's elastic share as the room changes, every :data:`FOLLOW_EVERY` seconds:
+    measured again (:mod:`.shares`), written into the lease for its workers (which follow what
+    their own kernel found), the kernel's own cap moved with it, its capped allocations given
+    back what earlier caps' buffers have freed."""
     global _follower
     with _lock:
         if _follower is None:
@@ -86,19 +87,22 @@ def _unfollow() -> None:
         _follower = None
 
 
-def share_now(lease: Lease, leases: Sequence[Lease] | None = None) -> int:
-    """What ``lease``'s holder may take now on the GPU of its lease where that is least: its
-    elastic cap among ``leases`` (:mod:`.shares`; read from the room when not given), or the
-    share it was planned."""
-    if not lease.plan:
-        return lease.smallest.share
-    if leases is None:
-        leases = room().leases()
-    totals = {d.uuid: d.memory_total for d in room_devices()}
-    return min(
-        shares.caps_on(share.uuid, totals.get(share.uuid, 0), leases).get(lease.key, share.share)
-        for share in lease.gpus
-    )
+def share_now(lease: Lease) -> int:
+    """What ``lease``'s holder may take now on the GPU of its lease where that is least: the
+    share it was planned, or the elastic share this kernel last found (:func:`follow_once`)."""
+    return lease.smallest.share
+
+
+def measured_shares(lease: Lease, own_held: int = 0) -> dict[str, int]:
+    """``lease``'s elastic share on each of its GPUs now, from what the machine shows
+    (:mod:`.measure`), computed by its holder (which counts ``own_held`` for itself)."""
+    leases = room().leases()
+    memory = measure.read(room_devices())
+    out = {}
+    for share in lease.gpus:
+        one = Lease(**{**vars(lease), "gpus": [share]})
+        out[share.uuid] = shares.cap_of(one, leases, memory, own_held)
+    return out
 
 
 def current_share() -> int | None:
@@ -108,18 +112,31 @@ def current_share() -> int | None:
 
 
 def follow_once() -> None:
-    """One look at the room: the kernel's cap moved to its share now, and what it holds
-    written to its lease when that changed."""
-    share = current_share()
-    if share is None or caps.kernel_cap() is None:
+    """One look at the room: this kernel's elastic share measured again and written into its
+    lease when it shrank, grew by :data:`HELD_CHANGE` or more, or the file went missing; the
+    kernel's own cap moved to it."""
+    lease = _lease
+    if lease is None or not lease.elastic:
         return
-    caps.install_kernel_cap(share)
-    caps.refresh_kernel_cap()
     held = caps.kernel_held()
+    found = measured_shares(lease, held)
     with _lock:
-        if _lease is not None and abs(held - _lease.held) >= HELD_CHANGE:
-            _lease.held = held
+        if _lease is not lease:
+            return
+        changed = [
+            Share(s.uuid, s.index, found.get(s.uuid, s.share))
+            for s in lease.gpus
+            if found.get(s.uuid, s.share) < s.share
+            or found.get(s.uuid, s.share) - s.share >= HELD_CHANGE
+        ]
+        gone = lease.path is None or not lease.path.exists()
+        if changed or gone or abs(held - lease.held) >= HELD_CHANGE:
+            lease.gpus = [Share(s.uuid, s.index, found.get(s.uuid, s.share)) for s in lease.gpus]
+            lease.held = held
             _rewrite()
+    if caps.kernel_cap() is not None:
+        caps.install_kernel_cap(share_now(lease))
+        caps.refresh_kernel_cap()
 
 
 def watch(probe: Callable[[], float | None], every: float = ACTIVE_EVERY) -> None:
@@ -208,7 +225,7 @@ def _write(
     directory: RoomDir,
     devices: Sequence[nvml.Device],
     shares: dict[str, int],
-    plans: dict[str, dict[str, int]] | None = None,
+    elastic: bool = False,
 ) -> Lease:
     global _lease
     pid = os.getpid()
@@ -217,12 +234,12 @@ def _write(
         uid=os.getuid(),
         user=getpass.getuser(),
         pid=pid,
-        started=processes.process_started(pid) or now,
+        started=processes.process_started(pid) or 0,
         kernel=kernel_id(),
         gpus=[Share(d.uuid, d.index, shares[d.uuid]) for d in devices],
         taken=now,
         active=now,
-        plan=plans or {},
+        elastic=elastic,
     )
     directory.write(lease)
     _lease = lease
@@ -243,17 +260,15 @@ def take(
         directory = room()
         if not directory.prepare():
             raise ClusterError(
-                f"The room's directory cannot be used: {directory.problem}. Ask the "
-                "administrator to make it (install -d -m 1777 DIR) or set room-dir."
+                f"The room's directory cannot be used: {directory.problem}. Nothing was started."
             )
         count = len(named) if named else (want or int(config.get("room-gpus")))
         pool = list(named) if named else list(allowed)
         with directory.locked():
             leases = [lease for lease in directory.leases() if lease.pid != os.getpid()]
             if elastic():
-                in_use = {sample.uuid: sample.memory_used for sample in nvml.sample()}
-                held = shares.held_now(leases, [d.uuid for d in pool], nvml.processes(), in_use)
-                chosen = shares.choose_elastic(pool, leases, count, held, named=bool(named))
+                memory = measure.read(pool)
+                chosen = shares.choose_elastic(pool, leases, count, memory, named=bool(named))
             else:
                 chosen = placement.choose(
                     pool,
@@ -264,10 +279,10 @@ def take(
                     len(allowed),
                     named=bool(named),
                 )
-            lease = _write(directory, chosen.devices, chosen.shares, chosen.plans)
+            lease = _write(directory, chosen.devices, chosen.shares, chosen.elastic)
         warning = _crowded(chosen) if named else ""
     pinned = caps.pin_kernel([d.uuid for d in chosen.devices], lease.smallest.share)
-    if chosen.plans is not None:
+    if chosen.elastic:
         _follow()
     return Held(lease, chosen.devices, chosen.why, pinned, warning)
 
@@ -369,7 +384,7 @@ def describe(held: Held) -> str:
             )
     kernel = "" if held.pinned else "; the kernel's own GPU work stays where CUDA started in it"
     line = f"room: {held.why}. Your share of {'; '.join(parts)}{kernel}"
-    if held.lease.plan:
+    if held.lease.elastic:
         line += f". {ELASTIC}; room-students or room-share set by the instructor fix it instead"
     return line + (f". Note: {held.warning}" if held.warning else "")
 

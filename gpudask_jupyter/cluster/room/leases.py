@@ -1,16 +1,25 @@
 """The room's leases: one small JSON file per kernel that holds a share of this machine's GPUs.
 
-The leases live in one directory every local user can write (``room-dir``, sticky like ``/tmp``
-so nobody can remove another's file, except its owner or root), so that every student's kernel
-sees every other's. Nothing in it is trusted: a lease counts only if it is a regular file of at
-most :data:`MAX_LEASE` bytes, parses field by field, is owned by the uid it names (nobody can
-make a lease in another user's name), and its kernel is still the process that wrote it (pid and
-start time, as the registry checks). Anything else is ignored with a log line; a dead lease of
-this user is removed. So no planted, corrupt, huge or foreign file blocks a start.
+The room's directory (``room-dir``, by default ``/tmp``) must belong to root (or to this user):
+whoever owns a directory may remove or replace anything in it, sticky bit or not, so a room in a
+directory one student made would be at that student's mercy. In it, each account keeps its
+leases in a folder of its own (``gpudask-room-UID``, writable by that account alone), so that
+nobody but the account itself (and root) can remove, replace or add a lease of it, and nobody
+needs to create a file in a directory another user owns (which ``fs.protected_regular`` refuses).
+A folder whose name is taken by someone else's is avoided, not fought (``gpudask-room-UID-XXXX``).
 
-Choosing and writing happen under an advisory lock (``room.lock``) so that thirty starts in the
-same second see each other's leases. The lock is taken with a deadline: a user who holds it for
-ever delays the others by :data:`LOCK_WAIT` seconds, then they choose without it (logged).
+Nothing read is trusted: a lease counts only if its folder is a directory owned by the uid its
+name gives and writable by that uid alone, the file is a regular file of at most
+:data:`MAX_LEASE` bytes owned by that uid, it parses field by field and names that uid, and its
+kernel is still the process that wrote it (pid and start, :mod:`...machine.processes`).
+Anything else is ignored with a log line; a dead lease of this user is removed, and so are the
+temporaries of an interrupted write. So no planted, corrupt, huge or foreign file blocks a start,
+and what a lease says of memory counts for its own holder alone (:mod:`.measure`).
+
+Choosing and writing happen under an advisory lock on the room's directory itself (``flock``,
+which needs no file anyone owns), so that thirty starts in the same second see each other's
+leases. The lock is taken with a deadline: a user who holds it for ever delays the others by
+:data:`LOCK_WAIT` seconds, then they choose without it (logged).
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import json
 import logging
 import os
 import pwd
+import re
 import stat
 import time
 import uuid as uuidlib
@@ -34,23 +44,32 @@ from ...machine.small_files import NotReadable, read_regular
 
 log = logging.getLogger(__name__)
 
-#: the lease format; a file of another version is ignored
-VERSION = 1
-#: holders of one GPU a plan names (a lease stays far below :data:`MAX_LEASE`)
-MAX_PLANNED = 256
+#: the lease format; a file of another version is ignored. 2: no plan (caps come from what the
+#: machine measures), ``started`` in clock ticks since boot, a folder per account
+VERSION = 2
 #: bytes a lease file may have: a few GPUs and worker pids fit many times over
 MAX_LEASE = 16 * 1024
 #: seconds a start waits for the room's lock before it chooses without it
 LOCK_WAIT = 5.0
-#: what every user may do in the room's directory: write, not remove others' files
+#: the mode of a room's directory made by root: every account may make its folder there, and
+#: none may remove another's
 ROOM_MODE = 0o1777
-LOCK_NAME = "room.lock"
+#: an account's folder: writable by the account alone
+FOLDER_MODE = 0o755
+FOLDER_PREFIX = "gpudask-room-"
+_FOLDER = re.compile(r"gpudask-room-(\d{1,10})(-[0-9a-f]{8})?")
 SUFFIX = ".lease.json"
+_TEMPORARY = re.compile(r"\.(\d{1,10})-[0-9a-f]{32}\.tmp")
+#: seconds after which a temporary whose writer cannot be named is removed
+TEMPORARY_AGE = 3600.0
+#: the command an instructor runs once to make a room's directory
+MAKE_IT = "install -d -m 1777 -o root"
 
 
 @dataclass(frozen=True)
 class Share:
-    """One GPU of a lease and the bytes of its memory the holder may take on it."""
+    """One GPU of a lease and the bytes of its memory the holder may take on it (a planned
+    share; with elastic shares, what the holder last found its share to be)."""
 
     uuid: str
     index: int
@@ -64,23 +83,21 @@ class Lease:
     uid: int
     user: str
     pid: int
-    started: float  # the kernel process's start time: with ``pid``, that one process
+    started: int  # the kernel process's start (processes.process_started): with ``pid``, it
     kernel: str  # the kernel's id, as the registry names it
     gpus: list[Share]
     taken: float
     active: float  # when the holder last worked (a magic, a transfer, a task)
     workers: list[int] = field(default_factory=list)  # pids of the holder's worker processes
-    # by GPU uuid, what each holder there held (by key) when this lease was taken: the plan
-    # every holder's elastic cap follows while this is the GPU's newest lease (.shares)
-    plan: dict[str, dict[str, int]] = field(default_factory=dict)
-    held: int = 0  # bytes the kernel's own capped allocations hold (it rewrites it now and then)
+    held: int = 0  # bytes the kernel's own capped allocations hold: counts for itself alone
+    elastic: bool = False  # its share follows the holders present (.shares)
     version: int = VERSION
     path: Path | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> str:
-        """This lease among others in a plan: its user, its kernel process and when it started."""
-        return f"{self.uid}:{self.pid}:{self.started:.2f}"
+        """This lease among others: its user, its kernel process and when it started."""
+        return f"{self.uid}:{self.pid}:{self.started}"
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -104,14 +121,14 @@ class BadLease(ValueError):
 def _int(raw: dict[str, object], name: str, low: int = 0) -> int:
     value = raw.get(name)
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise BadLease(f"{name} is not a whole number from {low} on: {value!r}")
+        raise BadLease(f"{name} is not a whole number from {low} on: {value!r:.40}")
     return value
 
 
 def _float(raw: dict[str, object], name: str) -> float:
     value = raw.get(name)
     if not isinstance(value, int | float) or isinstance(value, bool) or value != value:
-        raise BadLease(f"{name} is not a number: {value!r}")
+        raise BadLease(f"{name} is not a number: {value!r:.40}")
     return float(value)
 
 
@@ -126,12 +143,12 @@ def lease_from_json(data: bytes) -> Lease:
     """A :class:`Lease` from a file's bytes, each field checked; :class:`BadLease` otherwise."""
     try:
         raw = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as err:
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise BadLease(f"not JSON ({err})") from None
     if not isinstance(raw, dict):
         raise BadLease("not a JSON object")
     if raw.get("version") != VERSION:
-        raise BadLease(f"version {raw.get('version')!r}, not {VERSION}")
+        raise BadLease(f"version {raw.get('version')!r:.40}, not {VERSION}")
     gpus_raw = raw.get("gpus")
     if not isinstance(gpus_raw, list) or not 1 <= len(gpus_raw) <= 64:
         raise BadLease("gpus is not a list of 1 to 64 GPUs")
@@ -145,35 +162,22 @@ def lease_from_json(data: bytes) -> Lease:
         raise BadLease("workers is not a list of pids")
     if not all(isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 for pid in workers):
         raise BadLease("workers is not a list of pids")
-    plan = _plan(raw.get("plan", {}))
+    elastic = raw.get("elastic", False)
+    if not isinstance(elastic, bool):
+        raise BadLease("elastic is not true or false")
     return Lease(
         uid=_int(raw, "uid"),
         user=_text(raw, "user", 64),
         pid=_int(raw, "pid", 1),
-        started=_float(raw, "started"),
+        started=_int(raw, "started"),
         kernel=_text(raw, "kernel", 128),
         gpus=gpus,
         taken=_float(raw, "taken"),
         active=_float(raw, "active"),
         workers=list(workers),
-        plan=plan,
         held=_int({"held": raw.get("held", 0)}, "held"),
+        elastic=elastic,
     )
-
-
-def _plan(raw: object) -> dict[str, dict[str, int]]:
-    """A lease's plan, each part checked: at most 64 GPUs of at most :data:`MAX_PLANNED`
-    holders, each a short key and a whole number of bytes."""
-    if not isinstance(raw, dict) or len(raw) > 64:
-        raise BadLease("plan is not an object of GPUs")
-    plan = {}
-    for uuid, held in raw.items():
-        if not isinstance(uuid, str) or len(uuid) > 96:
-            raise BadLease("plan names a GPU that is not a short text")
-        if not isinstance(held, dict) or len(held) > MAX_PLANNED:
-            raise BadLease("plan of a GPU is not an object of holders")
-        plan[uuid] = {_text({"key": key}, "key", 128): _int(held, key) for key in held}
-    return plan
 
 
 def user_name(uid: int) -> str:
@@ -184,7 +188,7 @@ def user_name(uid: int) -> str:
         return f"uid {uid}"
 
 
-def kernel_alive(pid: int, started: float) -> bool:
+def kernel_alive(pid: int, started: int) -> bool:
     """Whether ``pid`` is still the process that started at ``started``. Where ``/proc`` hides
     other users' processes, a process that exists (``kill`` answers "not permitted") counts as
     alive: a lease is never taken away from a kernel this user cannot see."""
@@ -199,67 +203,123 @@ def kernel_alive(pid: int, started: float) -> bool:
     return False  # ours to see, and another process (or another start) now
 
 
+def _owner_only(info: os.stat_result) -> bool:
+    """A directory no group or other account may write into."""
+    return stat.S_ISDIR(info.st_mode) and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
 class RoomDir:
-    """The room's directory: its leases read and checked, ours written and removed."""
+    """The room's directory: every account's leases read and checked, ours written and
+    removed in this account's folder."""
 
     def __init__(self, path: Path, uid: int | None = None) -> None:
         self.path = path
         self.uid = os.getuid() if uid is None else uid
         self.problem = ""  # why the directory cannot be shared with others ("" when it can)
+        self._folder: Path | None = None
 
     # -- the directory ------------------------------------------------------------------------
 
-    def prepare(self) -> bool:
-        """Make the directory (sticky, writable by all) or check the one found; False, with
-        :attr:`problem` saying why, when leases cannot be written there."""
-        try:
-            os.mkdir(self.path, 0o700)
-        except FileExistsError:
-            pass
-        except OSError as err:
-            self.problem = f"{self.path} cannot be made ({err.strerror})"
-            return False
-        else:
-            try:
-                os.chmod(self.path, ROOM_MODE)  # mkdir's mode passes through the umask
-            except OSError as err:
-                self.problem = f"{self.path} cannot be shared ({err.strerror})"
-                return False
+    def trusted(self) -> bool:
+        """Whether the directory is one nobody but root (or this user) can tamper with: a
+        directory, not a link, owned by root or by this user, sticky where others may write;
+        :attr:`problem` says why not."""
         try:
             info = os.lstat(self.path)
+        except FileNotFoundError:
+            self.problem = (
+                f"{self.path} does not exist; the instructor makes it once, as root: "
+                f"{MAKE_IT} {self.path} (or leave room-dir at its default, /tmp)"
+            )
+            return False
         except OSError as err:
             self.problem = f"{self.path}: {err.strerror}"
             return False
         if not stat.S_ISDIR(info.st_mode):
             self.problem = f"{self.path} is not a directory"
             return False
-        shared = info.st_mode & 0o1002 == 0o1002  # sticky and writable by others
-        if info.st_uid not in (0, self.uid) and not shared:
-            self.problem = f"{self.path} belongs to {user_name(info.st_uid)} and is not shared"
+        if info.st_uid not in (0, self.uid):
+            self.problem = (
+                f"{self.path} belongs to {user_name(info.st_uid)}, who could remove or replace "
+                "every other student's lease in it; the instructor makes the room's directory "
+                f"as root: {MAKE_IT} DIR, and sets room-dir to it (or leaves it at /tmp)"
+            )
             return False
-        if not os.access(self.path, os.W_OK | os.X_OK):
-            self.problem = f"{self.path} is not writable"
+        if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+            self.problem = (
+                f"{self.path} lets every account remove the others' files (it is not sticky); "
+                f"the instructor makes it with {MAKE_IT} {self.path}"
+            )
+            return False
+        self.problem = ""
+        return True
+
+    def prepare(self) -> bool:
+        """Check the directory (root makes a missing one) and make this account's folder in
+        it; False, with :attr:`problem` saying why, when leases cannot be written there."""
+        if os.geteuid() == 0 and not os.path.lexists(self.path):
+            try:
+                os.mkdir(self.path, 0o700)
+                os.chmod(self.path, ROOM_MODE)  # mkdir's mode passes through the umask
+            except FileExistsError:
+                pass
+            except OSError as err:
+                self.problem = f"{self.path} cannot be made ({err.strerror})"
+                return False
+        if not self.trusted():
+            return False
+        try:
+            self.folder()
+        except OSError as err:
+            self.problem = f"{self.path} has no room for this account's folder ({err.strerror})"
             return False
         return True
+
+    def folder(self) -> Path:
+        """This account's folder, made where missing; a name another account took is avoided."""
+        if self._folder is not None and self._own(self._folder):
+            return self._folder
+        names = [f"{FOLDER_PREFIX}{self.uid}"]
+        with contextlib.suppress(OSError):
+            names += sorted(
+                e.name for e in os.scandir(self.path) if e.name.startswith(f"{names[0]}-")
+            )
+        for name in names:
+            if self._own(self.path / name):
+                self._folder = self.path / name
+                return self._folder
+        for name in [names[0], f"{names[0]}-{uuidlib.uuid4().hex[:8]}"]:
+            try:
+                os.mkdir(self.path / name, FOLDER_MODE)
+            except FileExistsError:
+                log.warning("room: %s is taken by another account's file", self.path / name)
+                continue
+            os.chmod(self.path / name, FOLDER_MODE)
+            self._folder = self.path / name
+            return self._folder
+        raise OSError(errno.EEXIST, "every name tried for this account's folder is taken")
+
+    def _own(self, path: Path) -> bool:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return False
+        return info.st_uid == self.uid and _owner_only(info)
 
     # -- the lock -----------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def locked(self, wait: float = LOCK_WAIT) -> Iterator[bool]:
-        """Hold the room's lock within ``wait`` seconds; yields whether it is held (a lock file
-        that cannot be opened, or is held too long, is logged and the block runs without it)."""
-        flags = os.O_RDONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+        """Hold the room's lock within ``wait`` seconds; yields whether it is held (a directory
+        that cannot be opened, or a lock held too long, is logged and the block runs without)."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            fd = os.open(self.path / LOCK_NAME, flags, 0o644)
+            fd = os.open(self.path, flags)
         except OSError as err:
-            log.warning("the room's lock %s cannot be opened (%s)", self.path / LOCK_NAME, err)
+            log.warning("the room's directory %s cannot be locked (%s)", self.path, err)
             yield False
             return
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                log.warning("the room's lock %s is not a regular file", self.path / LOCK_NAME)
-                yield False
-                return
             deadline = time.monotonic() + wait
             while True:
                 try:
@@ -283,7 +343,30 @@ class RoomDir:
 
     # -- the leases ---------------------------------------------------------------------------
 
-    def _load(self, path: Path) -> Lease | None:
+    def folders(self) -> list[tuple[int, Path]]:
+        """Every account's folder that counts: (its uid, its path)."""
+        try:
+            entries = sorted(os.scandir(self.path), key=lambda e: e.name)
+        except OSError as err:
+            log.warning("room: cannot list %s (%s)", self.path, err)
+            return []
+        found = []
+        for entry in entries:
+            match = _FOLDER.fullmatch(entry.name)
+            if match is None:
+                continue
+            uid = int(match.group(1))
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_uid != uid or not _owner_only(info):
+                log.info("room: ignoring %s: not a folder of uid %s alone", entry.name, uid)
+                continue
+            found.append((uid, Path(entry.path)))
+        return found
+
+    def _load(self, path: Path, uid: int) -> Lease | None:
         try:
             data, info = read_regular(path, MAX_LEASE, follow=False)
         except FileNotFoundError:
@@ -291,23 +374,23 @@ class RoomDir:
         except (NotReadable, OSError) as err:
             log.info("room: ignoring %s (%s)", path.name, err)
             return None
+        if info.st_uid != uid:
+            log.warning("room: ignoring %s: it belongs to uid %s", path, info.st_uid)
+            return None
         try:
             lease = lease_from_json(data)
         except BadLease as err:
             log.info("room: ignoring %s (%s)", path.name, err)
-            self._remove_own(path, info.st_uid)
+            self._remove_own(path, uid)
             return None
-        if info.st_uid != lease.uid:
+        if lease.uid != uid:
             log.warning(
-                "room: ignoring %s: it names uid %s but belongs to %s",
-                path.name,
-                lease.uid,
-                info.st_uid,
+                "room: ignoring %s: it names uid %s in uid %s's folder", path, lease.uid, uid
             )
             return None
         if not kernel_alive(lease.pid, lease.started):
             log.info("room: the kernel of %s has ended; its lease no longer counts", path.name)
-            self._remove_own(path, info.st_uid)
+            self._remove_own(path, uid)
             return None
         lease.path = path
         return lease
@@ -319,54 +402,65 @@ class RoomDir:
 
     def leases(self) -> list[Lease]:
         """Every lease that counts, oldest first."""
-        try:
-            names = sorted(entry.name for entry in os.scandir(self.path))
-        except OSError as err:
-            log.warning("room: cannot list %s (%s)", self.path, err)
-            return []
         found = []
-        for name in names:
-            if name.endswith(SUFFIX) and not name.startswith("."):
-                lease = self._load(self.path / name)
-                if lease is not None:
-                    found.append(lease)
+        for uid, folder in self.folders():
+            try:
+                names = sorted(entry.name for entry in os.scandir(folder))
+            except OSError as err:
+                log.info("room: cannot list %s (%s)", folder, err)
+                continue
+            for name in names:
+                if name.endswith(SUFFIX) and not name.startswith("."):
+                    lease = self._load(folder / name, uid)
+                    if lease is not None:
+                        found.append(lease)
         return sorted(found, key=lambda lease: (lease.taken, lease.pid))
 
+    def files(self) -> list[Path]:
+        """The lease files of every account's folder (counting or not)."""
+        return sorted(
+            folder / name
+            for _, folder in self.folders()
+            for name in os.listdir(folder)
+            if name.endswith(SUFFIX)
+        )
+
     def prune(self) -> int:
-        """Remove this user's leases whose kernel is gone (what a SIGKILL left) and this user's
-        files that hold no lease; how many. Nothing is made when the directory is missing."""
-        try:
-            entries = list(os.scandir(self.path))
-        except OSError:
-            return 0
+        """Remove this account's leases whose kernel is gone (what a SIGKILL left), its files
+        that hold no lease, and the temporaries of writes cut short; how many. Nothing is made
+        where the directory or the folder is missing."""
         removed = 0
-        for entry in entries:
-            if not entry.name.endswith(SUFFIX) or entry.name.startswith("."):
+        for uid, folder in self.folders():
+            if uid != self.uid:
                 continue
             try:
-                if entry.stat(follow_symlinks=False).st_uid != self.uid:
-                    continue
+                entries = list(os.scandir(folder))
             except OSError:
                 continue
-            if self._load(Path(entry.path)) is None and not os.path.lexists(entry.path):
-                removed += 1
+            for entry in entries:
+                if entry.name.endswith(SUFFIX) and not entry.name.startswith("."):
+                    if self._load(Path(entry.path), uid) is None and not os.path.lexists(
+                        entry.path
+                    ):
+                        removed += 1
+                elif _temporary_left(entry):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+                        removed += 1
         return removed
 
     def write(self, lease: Lease) -> Path:
-        """Write ``lease`` whole (a reader never sees half of it), readable by all, writable by
-        its owner; a name taken by someone else's planted file is avoided, not fought."""
-        target = lease.path or self.path / f"{lease.uid}-{lease.pid}{SUFFIX}"
-        temporary = self.path / f".{lease.uid}-{lease.pid}-{uuidlib.uuid4().hex}.tmp"
+        """Write ``lease`` whole (a reader never sees half of it) into this account's folder,
+        readable by all, writable by its owner."""
+        folder = self.folder()
+        target = lease.path or folder / f"{lease.pid}{SUFFIX}"
+        temporary = folder / f".{lease.pid}-{uuidlib.uuid4().hex}.tmp"
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         try:
             with os.fdopen(fd, "w") as out:
                 out.write(lease.to_json())
             os.chmod(temporary, 0o644)
-            try:
-                os.replace(temporary, target)
-            except PermissionError:  # another user's file holds the name (sticky directory)
-                target = self.path / f"{lease.uid}-{lease.pid}-{uuidlib.uuid4().hex[:8]}{SUFFIX}"
-                os.replace(temporary, target)
+            os.replace(temporary, target)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
@@ -385,3 +479,16 @@ class RoomDir:
             if err.errno != errno.ENOENT:
                 log.warning("room: cannot remove %s (%s)", lease.path, err)
         lease.path = None
+
+
+def _temporary_left(entry: os.DirEntry[str]) -> bool:
+    """A temporary of a lease write whose writer is gone (it names its pid), or, where that
+    pid is a new process, one older than :data:`TEMPORARY_AGE`."""
+    match = _TEMPORARY.fullmatch(entry.name)
+    if match is None:
+        return False
+    try:
+        age = time.time() - entry.stat(follow_symlinks=False).st_mtime
+    except OSError:
+        return False
+    return processes.process_started(int(match.group(1))) is None or age > TEMPORARY_AGE

@@ -10,7 +10,8 @@ holders it is planned for: the students the room expects (``room-students``; by 
 people with an account here) spread over the GPUs, or more where more have come. What cannot be
 capped comes off first: a CUDA context per process (the kernel and its worker) and per planned
 holder. A share never exceeds what the other leases left, so promised memory never exceeds the
-GPU: when nothing is left, the start fails and says who holds the GPUs.
+GPU: when nothing is left, the start fails and says who holds the GPUs. Another student's
+lease counts for at most the largest share the plan gives anybody, whatever its file says.
 """
 
 from __future__ import annotations
@@ -42,21 +43,36 @@ class Placement:
     planned: dict[str, int]  # by uuid: holders the share was planned for
     why: str
     spread: int = 0  # holders a GPU gets when the room's students spread evenly
-    plans: dict[str, dict[str, int]] | None = None  # elastic shares: what each holder held
+    elastic: bool = False  # the shares follow the holders present (.shares)
 
 
 def holders_on(leases: Sequence[Lease], uuid: str) -> list[Lease]:
     return [lease for lease in leases if lease.on(uuid) is not None]
 
 
-def promised(leases: Sequence[Lease], uuid: str) -> int:
-    """Memory of GPU ``uuid`` promised to ``leases``, their contexts included."""
+def promised(leases: Sequence[Lease], uuid: str, bound: int | None = None) -> int:
+    """Memory of GPU ``uuid`` promised to ``leases``, their contexts included; each share
+    counted at most ``bound`` (:func:`largest_share`: no lease can promise itself more than a
+    plan gives anybody, whatever its file says)."""
     total = 0
     for lease in leases:
         share = lease.on(uuid)
         if share is not None:
-            total += share.share + CONTEXTS_PER_HOLDER * CONTEXT_RESERVE
+            counted = share.share if bound is None else min(share.share, bound)
+            total += counted + CONTEXTS_PER_HOLDER * CONTEXT_RESERVE
     return total
+
+
+def largest_share(total: int, share: str | float | int, students: int, n_devices: int) -> int:
+    """The largest share the instructor's plan gives anybody on a GPU of ``total`` bytes: its
+    ``auto`` share with nobody else there, or the fixed ``room-share``."""
+    if share == "auto":
+        return total // planned_holders(students, 1, n_devices, 0) - (
+            CONTEXTS_PER_HOLDER * CONTEXT_RESERVE
+        )
+    if isinstance(share, float):
+        return int(total * share)
+    return int(share)
 
 
 def planned_holders(students: int, want: int, n_devices: int, present: int) -> int:
@@ -84,8 +100,10 @@ def choose(
     if not devices:
         raise ClusterError("the room has no GPU to place this kernel on")
     want = min(max(want, 1), len(devices))
+    n_machine = machine_gpus or len(devices)
     counts = {d.uuid: len(holders_on(leases, d.uuid)) for d in devices}
-    free = {d.uuid: d.memory_total - promised(leases, d.uuid) for d in devices}
+    bounds = {d.uuid: largest_share(d.memory_total, share, students, n_machine) for d in devices}
+    free = {d.uuid: d.memory_total - promised(leases, d.uuid, bounds[d.uuid]) for d in devices}
     order = sorted(devices, key=lambda d: (counts[d.uuid], -free[d.uuid], d.index, d.uuid))
     shares: dict[str, int] = {}
     planned: dict[str, int] = {}
@@ -108,7 +126,7 @@ def choose(
         shares[device.uuid] = each
         planned[device.uuid] = plan
     if len(chosen) < want:
-        raise ClusterError(_full(devices, leases, want))
+        raise ClusterError(_full(devices, leases, want, bounds))
     holders = {d.uuid: counts[d.uuid] for d in chosen}
     spread = planned_holders(students, want, machine_gpus or len(devices), 0)
     why = _why(chosen, holders, planned, share, named)
@@ -136,10 +154,13 @@ def _why(
     return "; ".join(parts) + f" ({chosen_by}); share {how}"
 
 
-def _full(devices: Sequence[Device], leases: Sequence[Lease], want: int) -> str:
+def _full(
+    devices: Sequence[Device], leases: Sequence[Lease], want: int, bounds: dict[str, int]
+) -> str:
     described = ", ".join(
         f"GPU {d.label}: {len(holders_on(leases, d.uuid))} holders, "
-        f"{format_bytes(max(0, d.memory_total - promised(leases, d.uuid)))} not promised"
+        f"{format_bytes(max(0, d.memory_total - promised(leases, d.uuid, bounds[d.uuid])))} "
+        "not promised"
         for d in devices
     )
     return (

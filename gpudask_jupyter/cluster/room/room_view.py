@@ -2,7 +2,8 @@
 
 One reading (:func:`read`) feeds the ``%gpu_cluster room`` table and the views. Memory in use
 is NVML's per-process figure summed over a holder's kernel and its worker processes (the lease
-names them; the kernel's children are found too), so it is true even where a cap could not hold.
+names them; the kernel's descendants are found too), so it is true even where a cap could not
+hold, and every share shown is computed from it as each holder computes its own (:mod:`.shares`).
 Other students are shown as counts unless the ``room-names`` option lets this user see names
 (the instructors, or ``all``): a student sees their own lease and how many others share each GPU,
 how many of those are idle or above their share, never who.
@@ -21,7 +22,7 @@ from ... import config
 from ...machine import nvml
 from ...text.table import Table
 from ...text.units import format_bytes, format_seconds
-from . import holder, placement, shares
+from . import holder, measure, placement, shares
 from .leases import Lease
 
 log = logging.getLogger(__name__)
@@ -83,70 +84,67 @@ def sees_names(user: str | None = None) -> bool:
     return (user or getpass.getuser()) in setting.split(",")
 
 
-def _used_by(family: set[int], uuid: str, per_process: Sequence[nvml.GpuProcess]) -> int | None:
-    found = [p.memory_used for p in per_process if p.uuid == uuid and p.pid in family]
-    if not found:
-        return 0 if per_process else None
-    return sum(used or 0 for used in found)
-
-
 def read(now: float | None = None) -> Room:
     """The room now, as this user may see it."""
     directory = holder.room()
     names = sees_names()
     if not directory.path.is_dir():
         return Room([], names, str(directory.path), "nobody has taken a share here yet")
+    devices = holder.room_devices()
     return build(
-        holder.room_devices(),
+        devices,
         directory.leases(),
-        nvml.sample(),
-        nvml.processes(),
+        measure.read(devices),
         time.time() if now is None else now,
         names,
         str(directory.path),
         nvml.process_utilization(),
+        {s.uuid: s.utilization for s in nvml.sample()},
     )
 
 
 def build(
     devices: Sequence[nvml.Device],
     leases: Sequence[Lease],
-    samples: Sequence[nvml.DeviceSample],
-    per_process: Sequence[nvml.GpuProcess],
+    memory: Mapping[str, measure.GpuMemory],
     now: float,
     names: bool,
     directory: str,
     utilization: Mapping[tuple[str, int], int] | None = None,
+    busy: Mapping[str, int | None] | None = None,
 ) -> Room:
-    """The room from its parts, as a viewer who may (``names``) or may not see names sees it;
-    ``utilization``: NVML's per-process figures, by (GPU UUID, pid)."""
-    by_uuid = {s.uuid: s for s in samples}
+    """The room from its parts, as a viewer who may (``names``) or may not see names sees it:
+    ``memory`` as :func:`.measure.read` gives it, ``utilization`` NVML's per-process figures
+    by (GPU UUID, pid), ``busy`` each GPU's. Every share is computed here from what the
+    machine shows (:mod:`.shares`), as each holder computes its own."""
     idle_after = float(config.get("room-idle"))
     reserve = placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
-    family_of = shares.families(leases)
+    elastic = holder.elastic()
+    bound = None if elastic else _largest_shares(devices)
     rooms = []
     for device in devices:
-        sample = by_uuid.get(device.uuid)
+        gpu_memory = memory.get(device.uuid) or measure.GpuMemory(device.uuid, 0, None)
         gpu = GpuRoom(
             device.label,
             device.uuid,
             device.name,
             device.memory_total,
-            sample.memory_used if sample else None,
-            sample.utilization if sample else None,
+            gpu_memory.used,
+            (busy or {}).get(device.uuid),
         )
-        caps = shares.caps_on(device.uuid, device.memory_total, leases)
-        for lease in placement.holders_on(leases, device.uuid):
+        present = placement.holders_on(leases, device.uuid)
+        held = measure.attribute(gpu_memory, present)
+        caps = shares.caps(device.memory_total, held) if elastic else {}
+        owner_of = measure.owners(present, {pid for (uuid, pid) in utilization or {}})
+        for lease in present:
             share = lease.on(device.uuid)
             assert share is not None
-            family = family_of[lease.pid]
-            used = _used_by(family, device.uuid, per_process)
-            elastic = device.uuid in lease.plan
-            now_share = caps.get(lease.key, share.share)
-            busy = [
-                percent
-                for (uuid, pid), percent in (utilization or {}).items()
-                if uuid == device.uuid and pid in family
+            used = _used_by(lease, gpu_memory, present)
+            now_share = caps[lease.key] if elastic else min(share.share, (bound or {})[device.uuid])
+            percent = [
+                value
+                for (uuid, pid), value in (utilization or {}).items()
+                if uuid == device.uuid and owner_of.get(pid) == lease.key
             ]
             gpu.holdings.append(
                 Holding(
@@ -157,14 +155,34 @@ def build(
                     idle=max(0.0, now - lease.active),
                     above=used is not None and used > now_share + reserve,
                     is_idle=now - lease.active > idle_after,
-                    utilization=max(busy) if busy else None,
+                    utilization=max(percent) if percent else None,
                     kernel=lease.kernel,
-                    promise=max(lease.held, (used or 0) - reserve, 0) if elastic else None,
+                    promise=held.holders[lease.key] if elastic else None,
                     elastic=elastic,
                 )
             )
         rooms.append(gpu)
     return Room(rooms, names, directory)
+
+
+def _largest_shares(devices: Sequence[nvml.Device]) -> dict[str, int]:
+    """What a planned room's plan gives anybody at most, by GPU (:mod:`.placement`)."""
+    students = max(int(config.get("room-students")), 1)
+    return {
+        d.uuid: placement.largest_share(
+            d.memory_total, config.get("room-share"), students, len(devices) or 1
+        )
+        for d in devices
+    }
+
+
+def _used_by(lease: Lease, memory: measure.GpuMemory, present: Sequence[Lease]) -> int | None:
+    """What ``lease``'s processes use of this GPU, as NVML shows it (None where it hides
+    them)."""
+    if not memory.visible:
+        return None
+    owner_of = measure.owners(present, memory.processes)
+    return sum(size for pid, size in memory.processes.items() if owner_of.get(pid) == lease.key)
 
 
 def _who(lease: Lease, names: bool) -> str:

@@ -7,15 +7,15 @@ counted in advance, and they follow the room as it fills:
 
 * each holder may take an equal part of what the GPU's holders do not hold, the *level*, or
   what it holds itself if that is more: ``cap = max(held, level)`` where the caps of all
-  holders add up to the GPU's memory (a water-filling). Alone, a student may take the whole
-  GPU; with 16 holders, a sixteenth of it, more for those who already hold more;
-* a newcomer measures what each holder holds (NVML, per process; the kernel's own figure in
-  its lease where NVML sees nothing) and writes it into its lease: the *plan*. Every holder's
-  cap follows from the newest lease's plan alone, so every process of every holder computes the
-  same caps, and a cap never falls below what its holder held when the plan was made: what a
-  student holds is never taken back from under them;
-* when a holder leaves, its memory is lent back at once to the others (the plan of the newest
-  lease that remains, without the one who left), and taken again as students arrive.
+  holders, with what processes outside the room take, add up to the GPU's usable memory (a
+  water-filling). Alone, a student may take the whole GPU; with 16 holders, a sixteenth of it,
+  more for those who already hold more;
+* what each holder holds, and what processes outside the room take, is what the machine shows
+  at the moment the cap is computed (:mod:`.measure`), measured by whoever computes it: a
+  newcomer choosing its GPU, every holder's kernel once a second (its worker follows the share
+  its own kernel found), a view. No figure in another student's lease counts, so no file can
+  lower anybody's cap, and no plan made by one holder outlives the room it was made in: when a
+  holder leaves, its memory is lent back at the next look, and taken again as students arrive.
 
 A start is refused only where no GPU has :data:`.placement.MIN_SHARE` that no holder holds.
 The CUDA contexts no cap can hold are set aside first (:data:`.placement.CONTEXT_RESERVE` per
@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from ...errors import ClusterError
 from ...machine import nvml
 from ...text.units import format_bytes
+from . import measure
 from .leases import Lease
 from .placement import CONTEXT_RESERVE, CONTEXTS_PER_HOLDER, MIN_SHARE, Placement, holders_on
 
@@ -52,128 +53,82 @@ def level(memory: int, held: Sequence[int]) -> int:
     return 0
 
 
-def usable(total: int, holders: int) -> int:
-    """A GPU's memory that caps can share among ``holders``: its contexts set aside."""
-    return max(0, total - CONTEXTS_PER_HOLDER * CONTEXT_RESERVE * holders)
+def usable(total: int, holders: int, contexts: int | None = None) -> int:
+    """A GPU's memory that caps can share among ``holders``: their contexts set aside (two
+    each, or ``contexts`` in all where some holder's processes make more)."""
+    if contexts is None:
+        contexts = CONTEXTS_PER_HOLDER * holders
+    return max(0, total - CONTEXT_RESERVE * contexts)
 
 
-#: the plan's entry for GPU memory held by processes that hold no lease (a user on the GPU
-#: before the room began, a job outside the notebooks): no holder's cap may count on it
-OUTSIDE = "outside"
+def caps(total: int, held: measure.Held) -> dict[str, int]:
+    """Every holder's cap on a GPU of ``total`` bytes, by lease key, from what they hold."""
+    memory = usable(total, len(held.holders), held.contexts) - held.outside
+    water = level(memory, list(held.holders.values()))
+    return {key: max(amount, water) for key, amount in held.holders.items()}
 
 
-def plan_for(
-    device: nvml.Device, leases: Sequence[Lease], held: Mapping[str, int]
-) -> tuple[int, dict[str, int]]:
-    """A newcomer's cap on ``device`` and the plan it writes: what each of the GPU's
-    ``leases`` holds (``held``, by :attr:`Lease.key`, and :data:`OUTSIDE`)."""
-    present = holders_on(leases, device.uuid)
-    fixed = sum(_planned(lease, device.uuid) for lease in present if device.uuid not in lease.plan)
-    elastic = [lease for lease in present if device.uuid in lease.plan]
-    plan = {lease.key: max(0, held.get(lease.key, 0)) for lease in elastic}
-    outside = max(0, held.get(OUTSIDE, 0))
-    memory = usable(device.memory_total, len(present) + 1) - fixed - outside
-    cap = level(memory, [*plan.values(), 0])
-    return cap, {**plan, OUTSIDE: outside} if outside else plan
+def offer(total: int, held: measure.Held) -> int:
+    """The cap a newcomer would get on a GPU of ``total`` bytes whose holders hold ``held``."""
+    contexts = held.contexts + CONTEXTS_PER_HOLDER
+    memory = usable(total, len(held.holders) + 1, contexts) - held.outside
+    return level(memory, [*held.holders.values(), 0])
 
 
-def caps_on(uuid: str, total: int, leases: Sequence[Lease]) -> dict[str, int]:
-    """Every holder's cap on GPU ``uuid`` (``total`` bytes), by :attr:`Lease.key`, from the plan
-    of the newest elastic lease on it. A lease with a planned, fixed share (an instructor's
-    plan, or an older package) keeps that share; the others divide the rest."""
-    present = holders_on(leases, uuid)
-    fixed = {lease.key: _planned(lease, uuid) for lease in present if uuid not in lease.plan}
-    elastic = [lease for lease in present if uuid in lease.plan]
-    caps = dict(fixed)
-    if not elastic:
-        return caps
-    newest = max(elastic, key=lambda lease: (lease.taken, lease.pid))
-    plan = newest.plan[uuid]
-    held = {lease.key: 0 if lease is newest else plan.get(lease.key, 0) for lease in elastic}
-    memory = usable(total, len(present)) - sum(fixed.values()) - plan.get(OUTSIDE, 0)
-    water = level(memory, list(held.values()))
-    caps.update({key: max(amount, water) for key, amount in held.items()})
-    return caps
-
-
-def _planned(lease: Lease, uuid: str) -> int:
-    share = lease.on(uuid)
-    return share.share if share is not None else 0
-
-
-def held_now(
+def held_on(
+    uuid: str,
     leases: Sequence[Lease],
-    uuids: Sequence[str],
-    per_process: Sequence[nvml.GpuProcess],
-    in_use: Mapping[str, int | None],
-) -> dict[str, dict[str, int]]:
-    """By GPU of ``uuids``, what each lease's processes hold there now: NVML's per-process
-    memory less a context per process, or the kernel's own figure in its lease where that is
-    more; and under :data:`OUTSIDE`, what processes that hold no lease take of the GPU's memory
-    in use (``in_use``: NVML's figure for the whole GPU, where known), their contexts included.
-    The process table is read once for all of them."""
-    family_of = families(leases)
-    out: dict[str, dict[str, int]] = {}
-    for uuid in uuids:
-        held: dict[str, int] = {}
-        ours = 0
-        for lease in holders_on(leases, uuid):
-            family = family_of[lease.pid]
-            mine = [p.memory_used or 0 for p in per_process if p.uuid == uuid and p.pid in family]
-            ours += sum(mine)
-            measured = max(0, sum(mine) - CONTEXT_RESERVE * len(mine))
-            held[lease.key] = max(measured, lease.held)
-        total = in_use.get(uuid)
-        if total is not None:
-            held[OUTSIDE] = max(0, total - ours)
-        out[uuid] = held
-    return out
+    memory: Mapping[str, measure.GpuMemory],
+    own: Lease | None = None,
+    own_held: int = 0,
+) -> measure.Held:
+    """What the holders of GPU ``uuid`` among ``leases`` (``own`` among them, even if its file
+    is missing) hold there now, as :func:`.measure.attribute` finds it."""
+    present = holders_on(leases, uuid)
+    if own is not None and own.on(uuid) is not None and own.key not in {h.key for h in present}:
+        present.append(own)
+    gpu = memory.get(uuid) or measure.GpuMemory(uuid, 0, None)
+    return measure.attribute(gpu, present, own, own_held)
 
 
-def families(leases: Sequence[Lease]) -> dict[int, set[int]]:
-    """Each lease's processes by its kernel's pid: the kernel, every process below it (nannies,
-    workers) and the workers its lease names, from one reading of the process table for the
-    whole room (a tree walk per lease would read it once per lease, every few seconds)."""
-    children: dict[int, list[int]] = {}
-    try:
-        import psutil
-
-        for process in psutil.process_iter(["ppid"]):
-            children.setdefault(process.info["ppid"], []).append(process.pid)
-    except Exception:  # psutil.Error: the kernels and their named workers still count
-        log.debug("room: cannot read the process table", exc_info=True)
-    found = {}
-    for lease in leases:
-        below: set[int] = set()
-        stack = [lease.pid]
-        while stack:
-            for child in children.get(stack.pop(), []):
-                if child not in below:
-                    below.add(child)
-                    stack.append(child)
-        found[lease.pid] = {lease.pid, *lease.workers, *below}
-    return found
+def cap_of(
+    lease: Lease,
+    leases: Sequence[Lease],
+    memory: Mapping[str, measure.GpuMemory],
+    own_held: int = 0,
+) -> int:
+    """``lease``'s elastic cap now on the GPU of its lease where it is least, computed by the
+    lease's own holder (which may count ``own_held``, its kernel's own figure)."""
+    found = []
+    for share in lease.gpus:
+        gpu = memory.get(share.uuid)
+        if gpu is None:  # a GPU this process cannot see: what the holder last found
+            found.append(share.share)
+            continue
+        held = held_on(share.uuid, leases, memory, lease, own_held)
+        found.append(caps(gpu.total, held)[lease.key])
+    return min(found)
 
 
 def choose_elastic(
     devices: Sequence[nvml.Device],
     leases: Sequence[Lease],
     want: int,
-    held: Mapping[str, Mapping[str, int]],
+    memory: Mapping[str, measure.GpuMemory],
     named: bool = False,
 ) -> Placement:
-    """Place one kernel where the instructor set no plan (:mod:`.shares`): ``want`` GPUs of
-    ``devices``, those with the largest cap a newcomer would get there (then the fewest
-    holders, the lowest index), given what each holder holds (``held``: by GPU uuid, by
-    :attr:`.leases.Lease.key`). Refused only where no GPU has :data:`MIN_SHARE` that its
-    holders do not hold."""
+    """Place one kernel where the instructor set no plan: ``want`` GPUs of ``devices``, those
+    with the largest cap a newcomer would get there (then the fewest holders, the lowest
+    index), given what the machine shows each holder holds (``memory``). Refused only where no
+    GPU has :data:`MIN_SHARE` that its holders do not hold."""
     if not devices:
         raise ClusterError("the room has no GPU to place this kernel on")
     want = min(max(want, 1), len(devices))
     counts = {d.uuid: len(holders_on(leases, d.uuid)) for d in devices}
-    offers = {d.uuid: plan_for(d, leases, held.get(d.uuid, {})) for d in devices}
-    order = sorted(devices, key=lambda d: (-offers[d.uuid][0], counts[d.uuid], d.index, d.uuid))
-    chosen = [d for d in order if offers[d.uuid][0] >= MIN_SHARE][:want]
+    held = {d.uuid: held_on(d.uuid, leases, memory) for d in devices}
+    offers = {d.uuid: offer(d.memory_total, held[d.uuid]) for d in devices}
+    order = sorted(devices, key=lambda d: (-offers[d.uuid], counts[d.uuid], d.index, d.uuid))
+    chosen = [d for d in order if offers[d.uuid] >= MIN_SHARE][:want]
     if len(chosen) < want:
         raise ClusterError(_all_held(devices, leases, held, want))
     holders = {d.uuid: counts[d.uuid] for d in chosen}
@@ -187,26 +142,31 @@ def choose_elastic(
     why = "; ".join(parts) + f" ({chosen_by}); shares follow the holders present"
     return Placement(
         chosen,
-        {d.uuid: offers[d.uuid][0] for d in chosen},
+        {d.uuid: offers[d.uuid] for d in chosen},
         holders,
         {d.uuid: holders[d.uuid] + 1 for d in chosen},
         why,
         spread,
-        {d.uuid: offers[d.uuid][1] for d in chosen},
+        elastic=True,
     )
 
 
 def _all_held(
     devices: Sequence[nvml.Device],
     leases: Sequence[Lease],
-    held: Mapping[str, Mapping[str, int]],
+    held: Mapping[str, measure.Held],
     want: int,
 ) -> str:
-    described = ", ".join(
-        f"GPU {d.label}: {len(holders_on(leases, d.uuid))} holders hold "
-        f"{format_bytes(sum(held.get(d.uuid, {}).values()))} of {format_bytes(d.memory_total)}"
-        for d in devices
-    )
+    def holding(device: nvml.Device) -> str:
+        found = held[device.uuid]
+        outside = f", other processes {format_bytes(found.outside)}" if found.outside else ""
+        return (
+            f"GPU {device.label}: {len(holders_on(leases, device.uuid))} holders hold "
+            f"{format_bytes(sum(found.holders.values()))}{outside} of "
+            f"{format_bytes(device.memory_total)}"
+        )
+
+    described = ", ".join(holding(d) for d in devices)
     return (
         f"Every GPU here is held by the students on it ({described}); {want} GPU(s) were asked "
         "for. %gpu_cluster room shows who holds what; ask the instructor, or wait for one to "

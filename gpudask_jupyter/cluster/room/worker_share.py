@@ -4,9 +4,10 @@ A worker's GPU allocations are capped by a resource its own process installs (:m
 not by dask-cuda's fixed pool limit, because an elastic share (:mod:`.shares`) moves as students
 come and go. The worker finds its kernel's lease in the room (its kernel is its parent process:
 the nannies live in the kernel), installs the cap as it starts, before any task, and looks again
-every :data:`EVERY` seconds; dask-cuda's spilling to host memory moves with the cap, so that a
-large computation spills before it fails. Workers of a planned (fixed) share keep dask-cuda's
-own cap, set as they were made.
+every :data:`EVERY` seconds at the share its kernel found: the kernel measures the room, and its
+worker, of the same account, trusts its own kernel's figure and nobody else's. dask-cuda's
+spilling to host memory moves with the cap, so that a large computation spills before it fails.
+Workers of a planned (fixed) share keep dask-cuda's own cap, set as they were made.
 """
 
 from __future__ import annotations
@@ -35,21 +36,23 @@ class WorkerShare:
         self.capped: Any = None
 
     def step(self) -> bool:
-        """Cap the worker at its part of the share now; False when its kernel holds no elastic
-        lease here (then the worker is left as it is)."""
+        """Cap the worker at its part of the share its kernel last found; False when its
+        kernel holds no elastic lease here (then the worker is left as it is)."""
         import importlib.util
 
         from ... import compat
-        from . import caps, holder
+        from . import caps
 
         if importlib.util.find_spec("rmm") is None:  # a CPU worker (the room's test seam)
             return False
-        leases = self.room.leases()
-        own = [lease for lease in leases if lease.pid == os.getppid() and lease.uid == os.getuid()]
-        if not own or not own[0].plan:
+        own = [
+            lease
+            for lease in self.room.leases()
+            if lease.pid == os.getppid() and lease.uid == os.getuid()
+        ]
+        if not own or not own[0].elastic:
             return False
-        share = holder.share_now(own[0], leases)
-        part = caps.worker_part(share, max(1, len(own[0].workers)))
+        part = caps.worker_part(own[0].smallest.share, max(1, len(own[0].workers)))
         if self.capped is None:
             import rmm
 

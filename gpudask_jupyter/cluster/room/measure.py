@@ -1,0 +1,169 @@
+"""What the machine shows of the room's GPUs: the memory in use, per process and on the whole
+GPU, and which holder each process belongs to.
+
+Every cap of the room is computed from this reading, by whoever computes it and when it does
+(a newcomer choosing its GPU, each holder's kernel following its share, a view): a lease says
+who its holder is and which processes are its own, and no figure in it lowers anybody else's
+cap. A holder's processes are its kernel, the kernel's descendants (nannies, workers, whatever
+the notebook started) and the workers its lease names, found by walking each GPU process's
+parents, not by reading the whole process table. Memory of processes that belong to no holder is
+*outside* the room: nobody's cap may count on it.
+
+Where NVML shows no process on a GPU that has memory in use (a container that hides the other
+containers' processes), holders cannot be measured one by one; then each holder's own figure
+(its kernel's capped allocations) stands in for it, all of them together bounded by the memory
+NVML shows in use, so that no claim makes more memory held than the machine shows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ...machine import nvml, processes
+from .leases import Lease
+from .placement import CONTEXT_RESERVE, CONTEXTS_PER_HOLDER
+
+log = logging.getLogger(__name__)
+
+#: a test seam for CPU machines: a JSON file ``{uuid: {"used": bytes, "processes": {pid:
+#: bytes}}}`` read instead of NVML for the room's test GPUs ("used" defaults to their sum)
+TEST_MEMORY = "GPUDASK_ROOM_TEST_MEMORY"
+#: parents walked up from a GPU process to find its holder's kernel
+MAX_DEPTH = 32
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    """One GPU as NVML shows it now."""
+
+    uuid: str
+    total: int
+    used: int | None  # memory in use on the whole GPU (None: not reported)
+    processes: Mapping[int, int] = field(default_factory=dict)  # pid: bytes it holds there
+
+    @property
+    def visible(self) -> bool:
+        """Whether holders can be measured one by one: NVML names the processes using it, or
+        says nothing is in use there."""
+        return bool(self.processes) or self.used == 0
+
+
+@dataclass(frozen=True)
+class Held:
+    """One GPU's memory as the room's holders and the rest hold it."""
+
+    holders: dict[str, int]  # by lease key: bytes its processes hold (contexts set aside)
+    outside: int  # bytes in use by processes of no holder, their contexts included
+    processes: dict[str, int]  # by lease key: how many of its processes use the GPU
+
+    @property
+    def contexts(self) -> int:
+        """The CUDA contexts set aside for the holders: a kernel's and a worker's each, or as
+        many as a holder's processes use the GPU where that is more."""
+        return sum(max(CONTEXTS_PER_HOLDER, n) for n in self.processes.values())
+
+
+def read(devices: Sequence[nvml.Device]) -> dict[str, GpuMemory]:
+    """The memory of ``devices`` now, by uuid: NVML's figures, or the test seam's."""
+    seam = os.environ.get(TEST_MEMORY)
+    if seam:
+        return _from_seam(seam, devices)
+    samples = {s.uuid: s for s in nvml.sample()}
+    per_process: dict[str, dict[int, int]] = {d.uuid: {} for d in devices}
+    for process in nvml.processes():
+        if process.uuid in per_process:
+            mine = per_process[process.uuid]
+            mine[process.pid] = mine.get(process.pid, 0) + (process.memory_used or 0)
+    out = {}
+    for device in devices:
+        sample = samples.get(device.uuid)
+        used = sample.memory_used if sample is not None else None
+        out[device.uuid] = GpuMemory(
+            device.uuid, device.memory_total, used, per_process[device.uuid]
+        )
+    return out
+
+
+def _from_seam(path: str, devices: Sequence[nvml.Device]) -> dict[str, GpuMemory]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = json.load(handle)
+    except (OSError, ValueError):
+        log.debug("room: the test seam's memory file %s cannot be read", path, exc_info=True)
+        raw = {}
+    out = {}
+    for device in devices:
+        mine = raw.get(device.uuid, {}) if isinstance(raw, dict) else {}
+        held = {int(pid): int(size) for pid, size in mine.get("processes", {}).items()}
+        used = mine.get("used", sum(held.values()))
+        out[device.uuid] = GpuMemory(device.uuid, device.memory_total, int(used), held)
+    return out
+
+
+def owners(leases: Sequence[Lease], pids: Iterable[int]) -> dict[int, str]:
+    """The lease key each of ``pids`` belongs to (pids of no holder are left out): that of the
+    nearest kernel among its ancestors (itself included), or else that of a lease naming it
+    among its workers, if the process is of that lease's account: a lease can name only its
+    own account's processes, and never one below another holder's kernel."""
+    kernels = {lease.pid: lease.key for lease in leases}
+    named: dict[int, Lease] = {}
+    for lease in leases:
+        for worker in lease.workers:
+            named.setdefault(worker, lease)
+    out = {}
+    for pid in pids:
+        current: int | None = pid
+        for _ in range(MAX_DEPTH):
+            if current is None:
+                break
+            if current in kernels:
+                out[pid] = kernels[current]
+                break
+            if current <= 1:
+                break
+            current = processes.parent_of(current)
+        if pid not in out and pid in named and processes.owner_uid(pid) == named[pid].uid:
+            out[pid] = named[pid].key
+    return out
+
+
+def attribute(
+    memory: GpuMemory,
+    holders: Sequence[Lease],
+    own: Lease | None = None,
+    own_held: int = 0,
+) -> Held:
+    """What each of ``holders`` (the leases on this GPU) holds there, and what processes of no
+    holder take. ``own`` (the lease of whoever computes) may count ``own_held``, its kernel's
+    own figure, for itself where that is more than NVML shows; nobody else's figure counts
+    (see the module's docstring for a GPU whose processes NVML hides)."""
+    keys = [lease.key for lease in holders]
+    if memory.visible or memory.used is None:  # measured, or nothing known: nothing held
+        owner_of = owners(holders, memory.processes)
+        raw = dict.fromkeys(keys, 0)
+        count = dict.fromkeys(keys, 0)
+        for pid, size in memory.processes.items():
+            key = owner_of.get(pid)
+            if key is not None:
+                raw[key] += size
+                count[key] += 1
+        held = {k: max(0, raw[k] - CONTEXT_RESERVE * count[k]) for k in keys}
+        total_used = memory.used if memory.used is not None else sum(memory.processes.values())
+        outside = max(0, total_used - sum(raw.values()))
+    else:
+        used = memory.used or 0
+        contexts = CONTEXTS_PER_HOLDER * CONTEXT_RESERVE * len(keys)
+        room = max(0, used - contexts)
+        claims = {lease.key: max(0, lease.held) for lease in holders}
+        claimed = sum(claims.values())
+        scale = min(1.0, room / claimed) if claimed else 1.0
+        held = {k: int(v * scale) for k, v in claims.items()}
+        outside = max(0, used - contexts - sum(held.values()))
+        count = dict.fromkeys(keys, CONTEXTS_PER_HOLDER)
+    if own is not None and own.key in held:
+        held[own.key] = max(held[own.key], own_held)
+    return Held(held, outside, count)
