@@ -9,6 +9,7 @@ drop, connecting to the cluster above all, it does with nothing but the other us
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -58,13 +59,13 @@ print(json.dumps(out))
 
 
 @contextmanager
-def second_user() -> Iterator[pwd.struct_passwd]:
+def second_user(suffix: str = "") -> Iterator[pwd.struct_passwd]:
     """A fresh account with a login shell and a uid in the people's range, removed after."""
     if os.getuid() != 0:
         pytest.skip("creating a second local user needs root (CI runs the tests as root)")
     if shutil.which("useradd") is None or shutil.which("userdel") is None:
         pytest.skip("useradd/userdel are not installed")
-    name = f"gdtest{os.getpid() % 100000}"
+    name = f"gdtest{os.getpid() % 100000}{suffix}"
     subprocess.run(
         ["useradd", "--no-create-home", "--shell", "/bin/bash", name],
         check=True,
@@ -92,3 +93,48 @@ def act_as(user: pwd.struct_passwd, **order: object) -> dict[str, object]:
     result: dict[str, object] = json.loads(lines[-1])
     assert result["uid"] == user.pw_uid  # it really was the other user
     return result
+
+
+STUDENT = r"""
+import json, os, sys
+import dask.config, psutil
+from gpudask_jupyter.cluster.room import holder, leases, measure, shares
+from gpudask_jupyter.machine import processes
+order = json.loads(sys.argv[1])
+os.setgroups([])
+os.setgid(order["gid"])
+os.setuid(order["uid"])
+os.environ["HOME"] = "/tmp"
+dask.config.set(order.get("config", {}))
+exec(order["code"])
+"""
+
+
+def as_student(user: pwd.struct_passwd, code: str, **config: object) -> subprocess.Popen[str]:
+    """A process of ``user`` that runs ``code`` with the room's modules imported and the
+    ``gpudask.*`` options ``config`` set (a student's kernel, as far as the room sees one): its
+    standard input and output are pipes, for the test to tell it when to go on and read what it
+    found."""
+    order = {
+        "uid": user.pw_uid,
+        "gid": user.pw_gid,
+        "code": code,
+        "config": {f"gpudask.{k.replace('_', '-')}": v for k, v in config.items()},
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", STUDENT, json.dumps(order)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd="/",
+    )
+
+
+@contextmanager
+def users(count: int) -> Iterator[list[pwd.struct_passwd]]:
+    """``count`` fresh accounts (see :func:`second_user`), removed after."""
+    with contextlib.ExitStack() as stack:
+        made = []
+        for i in range(count):
+            made.append(stack.enter_context(second_user(suffix=str(i))))
+        yield made

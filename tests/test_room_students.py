@@ -1,0 +1,310 @@
+"""A room that holds against its own students, on real kernels and real accounts (CPU clusters,
+the room's test seam for the GPUs and for what NVML would show of their memory):
+
+- a student's forged lease (every field valid, figures of any size, taken far in the future,
+  naming the others' kernels as its workers) changes nobody's share beyond one more holder;
+- when the newest holder leaves, the others' shares follow what is held now, never an old plan;
+- a clock step of an hour either way, as psutil and the wall clock would see it, leaves every
+  live kernel's lease, registry entry and TLS folder in place;
+- every start takes the room's lock with ``fs.protected_regular`` at 0, 1 and 2;
+- a directory one student made is refused by the others in a sentence naming what the
+  instructor runs; in the instructor's directory, no student can remove, replace or squat
+  another's lease or folder.
+
+The accounts need root (CI runs as root): elsewhere those cases skip, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from local_user import as_student, users
+from support import run_cell as run
+
+from gpudask_jupyter import registry
+from gpudask_jupyter.cluster.room import leases
+from gpudask_jupyter.cluster.room.leases import RoomDir
+from gpudask_jupyter.cluster.room.placement import CONTEXT_RESERVE
+
+GiB = 2**30
+GPU = "GPU-00000000-0000-0000-0000-000000000000"  # the seam's first GPU
+START = "%load_ext gpudask_jupyter\n%gpu_cluster start --n-workers 1 --memory-limit 1GB"
+SHARE = "from gpudask_jupyter.cluster.room import holder\n"
+
+
+@pytest.fixture
+def elastic(room_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The room an instructor who set nothing leaves, on one seam GPU of 140 GiB; returns the
+    seam's memory file (what NVML shows), empty until a test writes it."""
+    monkeypatch.setenv("GPUDASK_ROOM_TEST_GPUS", "1:140GiB")
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "0")
+    memory = tmp_path / "nvml.json"
+    memory.write_text("{}")
+    monkeypatch.setenv("GPUDASK_ROOM_TEST_MEMORY", str(memory))
+    return memory
+
+
+def _show(memory: Path, held: dict[int, int]) -> None:
+    """What NVML shows of the seam GPU: each pid's bytes, a context included."""
+    processes = {str(pid): size + CONTEXT_RESERVE for pid, size in held.items()}
+    memory.write_text(json.dumps({GPU: {"processes": processes}}))
+
+
+def _share_becomes(kc: Any, expected: int) -> int:
+    """Wait (in the kernel, with a deadline far above its one-second look) until the kernel's
+    share is ``expected``; the share it has then."""
+    out = run(
+        kc,
+        SHARE + "import time\n"
+        "end = time.monotonic() + 60\n"
+        f"while holder.current_share() != {expected} and time.monotonic() < end:\n"
+        "    time.sleep(0.1)\n"
+        "print('SHARE', holder.current_share())",
+    )["output"]
+    return int(out.split("SHARE")[-1].split()[0])
+
+
+def _usable(contexts: int) -> int:
+    return 140 * GiB - contexts * CONTEXT_RESERVE
+
+
+@pytest.fixture
+def accounts() -> Iterator[list[Any]]:
+    with users(2) as made:
+        yield made
+
+
+@pytest.fixture
+def public_room(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A room directory as the instructor makes it (root's, sticky, open to all), where every
+    account can reach it (a test's own folder is root's alone)."""
+    path = Path(tempfile.mkdtemp(prefix="gpudask-room-test-", dir="/tmp"))
+    os.chmod(path, 0o1777)
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_DIR", str(path))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+TAKE = """
+held = holder.take(holder.room_devices(), None, None)
+print(json.dumps({"share": held.lease.gpus[0].share, "path": str(held.lease.path)}), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_forged_lease_counts_as_one_more_holder_and_nothing_more(
+    kernels: Any, elastic: Path, accounts: list[Any], public_room: Path
+) -> None:
+    _, a = kernels()
+    _, b = kernels()
+    for kc in (a, b):
+        assert run(kc, START)["status"] == "ok"
+    pids = [int(run(kc, "import os; print(os.getpid())")["output"]) for kc in (a, b)]
+    _show(elastic, {pids[0]: 30 * GiB, pids[1]: 30 * GiB})
+    two = _usable(4) // 2
+    assert [_share_becomes(kc, two) for kc in (a, b)] == [two, two]
+    forge = f"""
+me = os.getpid()
+lease = leases.Lease(
+    os.getuid(), "mallory", me, processes.process_started(me), "k-forged",
+    [leases.Share({GPU!r}, 0, 139 * 2**30)], 4e9, 4e9,
+    workers={pids!r}, held=139 * 2**30, elastic=True,
+)
+directory = holder.room()
+directory.prepare()
+directory.write(lease)
+print("forged", flush=True)
+sys.stdin.readline()
+"""
+    mallory = as_student(accounts[0], forge, room_dir=str(public_room), room_students=0)
+    try:
+        assert mallory.stdout.readline().strip() == "forged"  # type: ignore[union-attr]
+        three = _usable(6) // 3  # as an honest third student, holding nothing, would make it
+        assert three > 30 * GiB
+        assert [_share_becomes(kc, three) for kc in (a, b)] == [three, three]
+        out = run(a, "%gpu_cluster room")["output"]
+        assert "3 holder(s)" in out, out
+    finally:
+        mallory.communicate("\n")
+
+
+def test_the_newest_holder_leaving_leaves_shares_of_what_is_free(
+    kernels: Any, elastic: Path
+) -> None:
+    """The issue's case: B arrives while A holds nothing; A grows to 100 GiB; C arrives, then
+    leaves: A may keep its 100 GiB and B's share is what nobody holds, not an old plan's."""
+    _, a = kernels()
+    _, b = kernels()
+    for kc in (a, b):
+        assert run(kc, START)["status"] == "ok"
+    a_pid = int(run(a, "import os; print(os.getpid())")["output"])
+    _show(elastic, {a_pid: 100 * GiB})
+    _, c = kernels()
+    assert run(c, START)["status"] == "ok"
+    third = (_usable(6) - 100 * GiB) // 2
+    assert _share_becomes(b, third) == third
+    assert "Cluster stopped" in run(c, "%gpu_cluster stop")["output"]
+    left = _usable(4) - 100 * GiB  # all that A does not hold, contexts set aside
+    assert _share_becomes(b, left) == left
+    assert _share_becomes(a, 100 * GiB) == 100 * GiB  # never below what it holds
+    free = 140 * GiB - (100 * GiB + CONTEXT_RESERVE) - CONTEXT_RESERVE  # B's own context
+    assert left <= free
+
+
+def test_a_clock_step_leaves_every_live_kernels_files(
+    kernels: Any, room_env: Path, runtime_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stepping the clock moves the boot time psutil computes every process's start from; the
+    package names a process by its start in clock ticks since boot, which does not move."""
+    import psutil
+
+    from gpudask_jupyter.lifecycle import leftovers
+
+    km, kc = kernels()
+    assert run(kc, START)["status"] == "ok"
+    entries = registry.read_all(runtime_dir)
+    assert list(entries) == [km.kernel_id]
+    tls = runtime_dir / f"{registry.ENTRY_PREFIX}{km.kernel_id}-tls"
+    lease_files = sorted(room_env.glob(f"*/*{leases.SUFFIX}"))
+    assert tls.is_dir() and len(lease_files) == 1
+    real_boot, real_create = psutil.boot_time, psutil.Process.create_time
+    for step in (3600.0, -3600.0):
+        monkeypatch.setattr(psutil, "boot_time", lambda step=step: real_boot() + step)
+        monkeypatch.setattr(
+            psutil.Process, "create_time", lambda self, step=step: real_create(self) + step
+        )
+        leftovers.remove()  # what the server extension runs every few seconds
+        assert registry.prune(runtime_dir) == []
+        assert RoomDir(room_env).prune() == 0
+        assert list(registry.read_all(runtime_dir)) == [km.kernel_id]
+        assert tls.is_dir() and sorted(room_env.glob(f"*/*{leases.SUFFIX}")) == lease_files
+        assert len(RoomDir(room_env).leases()) == 1
+    monkeypatch.undo()
+    assert run(kc, "%gpu_cluster status")["status"] == "ok"
+
+
+@pytest.fixture
+def protected_regular() -> Iterator[Path]:
+    path = Path("/proc/sys/fs/protected_regular")
+    if not path.exists() or os.getuid() != 0:
+        pytest.skip("setting fs.protected_regular needs root and /proc/sys")
+    before = path.read_text().strip()
+    try:
+        path.write_text("0\n")
+    except OSError as err:
+        pytest.skip(f"fs.protected_regular cannot be set here ({err.strerror})")
+    yield path
+    path.write_text(f"{before}\n")
+
+
+@pytest.mark.parametrize("level", ["0", "1", "2"])
+def test_every_start_takes_the_rooms_lock_whatever_protected_regular_says(
+    room_env: Path,
+    accounts: list[Any],
+    public_room: Path,
+    protected_regular: Path,
+    level: str,
+) -> None:
+    protected_regular.write_text(f"{level}\n")
+    start = """
+warned = []
+leases.log.warning = lambda text, *args, **kw: warned.append(text % args)
+directory = holder.room()
+assert directory.prepare(), directory.problem
+with directory.locked(wait=60) as locked:
+    pass
+held = holder.take(holder.room_devices(), None, None)
+print(json.dumps({"locked": locked, "share": held.lease.gpus[0].share, "warned": warned}))
+sys.stdin.readline()
+"""
+    students = [as_student(user, start, room_students=0) for user in accounts]
+    try:
+        for student in students:
+            said = json.loads(student.stdout.readline())  # type: ignore[union-attr]
+            assert said["locked"] is True and said["warned"] == [], said
+            assert said["share"] > 0
+        assert len(RoomDir(public_room).leases()) == 2
+    finally:
+        for student in students:
+            student.communicate("\n")
+
+
+def test_a_directory_one_student_made_is_refused_by_the_others(
+    room_env: Path, accounts: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    maker, other = accounts
+    made = Path(tempfile.mkdtemp(prefix="gpudask-made-", dir="/tmp"))
+    try:
+        os.chmod(made, 0o1777)
+        os.chown(made, maker.pw_uid, maker.pw_gid)  # as if the first student's kernel made it
+        refused = """
+try:
+    holder.take(holder.room_devices(), None, None)
+    print(json.dumps({"error": None}), flush=True)
+except Exception as err:
+    print(json.dumps({"error": str(err)}), flush=True)
+"""
+        student = as_student(other, refused, room_dir=str(made), room_students=0)
+        said = json.loads(student.communicate()[0])
+        assert said["error"].startswith("The room's directory cannot be used: ")
+        assert f"belongs to {maker.pw_name}, who could remove or replace" in said["error"]
+        assert "install -d -m 1777 -o root" in said["error"]
+        assert "Nothing was started" in said["error"]
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
+
+
+def test_no_student_can_remove_replace_or_squat_anothers_lease(
+    room_env: Path, accounts: list[Any], public_room: Path
+) -> None:
+    mallory, alice = accounts
+    # mallory comes first and takes the name of alice's folder, and a lease file name in it
+    squat = f"""
+os.mkdir({str(public_room)!r} + "/gpudask-room-{alice.pw_uid}", 0o755)
+print("squatted", flush=True)
+"""
+    squatter = as_student(mallory, squat, room_students=0)
+    assert squatter.communicate()[0].strip() == "squatted"
+    student = as_student(alice, TAKE, room_students=0)
+    try:
+        placed = json.loads(student.stdout.readline())  # type: ignore[union-attr]
+        path = Path(placed["path"])
+        assert path.parent.name.startswith(f"gpudask-room-{alice.pw_uid}-")  # avoided
+        assert path.parent.stat().st_uid == alice.pw_uid
+        tamper = f"""
+path = {str(path)!r}
+folder = os.path.dirname(path)
+tried = {{}}
+for name, attempt in [
+    ("remove", lambda: os.unlink(path)),
+    ("replace", lambda: open(path, "w").write("{{}}")),
+    ("plant", lambda: open(folder + "/x.lease.json", "w").write("{{}}")),
+    ("chmod folder", lambda: os.chmod(folder, 0o777)),
+    ("rename folder", lambda: os.rename(folder, folder + "-gone")),
+    ("remove folder", lambda: os.rmdir(folder)),
+    ("chmod room", lambda: os.chmod({str(public_room)!r}, 0o700)),
+]:
+    try:
+        attempt()
+        tried[name] = "done"
+    except OSError as err:
+        tried[name] = type(err).__name__
+print(json.dumps(tried), flush=True)
+"""
+        attacker = as_student(mallory, tamper, room_students=0)
+        tried = json.loads(attacker.communicate()[0])
+        assert set(tried.values()) == {"PermissionError"}, tried
+        found = RoomDir(public_room).leases()
+        assert [lease.uid for lease in found] == [alice.pw_uid]
+        assert stat.S_IMODE(public_room.stat().st_mode) == 0o1777
+    finally:
+        student.communicate("\n")
+    assert RoomDir(public_room).leases() == []  # her kernel ended: nothing counts
