@@ -79,12 +79,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
-def runtime_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def runtime_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
     """Registry entries go to a fresh Jupyter runtime directory per test."""
     runtime = tmp_path_factory.mktemp("runtime")
     runtime.chmod(0o700)
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
-    return runtime
+    yield runtime
+    # a server made by a test tidies its user's files until stopped: never a later test's
+    from gpudask_jupyter.server import tidy
+
+    tidy.stop()
 
 
 @pytest.fixture

@@ -249,3 +249,15 @@ def held_keys(client: Any) -> int:
         if count == 0 or time.monotonic() > deadline:
             return count
         time.sleep(0.05)
+
+
+def undertaker_of(kernel_pid: int) -> psutil.Process:
+    """The process a kernel starts with its first file, which removes its files once it has
+    ended (lifecycle/undertaker.py); a test that plays every process of the user killed at once
+    kills it too."""
+    (found,) = [
+        p
+        for p in psutil.Process(kernel_pid).children()
+        if "gpudask_jupyter.lifecycle.undertaker" in " ".join(p.cmdline())
+    ]
+    return found

@@ -243,3 +243,41 @@ def test_ctrl_c_during_a_start_from_the_panels_button(
     assert reply["status"] == "ok", reply["output"]
     assert reply["output"].split()[-1] == "2"
     _nothing_left(km, kc, runtime_dir, ports)
+
+
+def _connections_to(pid: int, port: int) -> list[Any]:
+    return [
+        c
+        for c in psutil.Process(pid).net_connections(kind="inet")
+        if c.raddr and c.raddr.port == port
+    ]
+
+
+@pytest.mark.parametrize("command", ["attach", "join"])
+def test_ctrl_c_during_an_attach_to_a_silent_port_closes_its_connection(
+    kernel: Any, silent_port: int, command: str
+) -> None:
+    """The port accepts and never answers: Ctrl-C answers at once, and the check left running
+    on the command's thread closes its connection then, not at the end of its --timeout."""
+    km, kc = kernel
+    assert run(kc, "%load_ext gpudask_jupyter")["status"] == "ok"
+    pid = km.provisioner.process.pid
+    msg_id = kc.execute(
+        f"%gpu_cluster {command} tcp://127.0.0.1:{silent_port} --timeout 600"
+        + (" --n-workers 1 --memory-limit 1GB" if command == "join" else "")
+    )
+    deadline = time.monotonic() + 120
+    while not _connections_to(pid, silent_port):  # the check is waiting for a greeting
+        assert time.monotonic() < deadline, "the kernel never connected"
+        time.sleep(0.05)
+    km.interrupt_kernel()
+    while True:
+        reply = kc.get_shell_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            break
+    assert reply["content"]["status"] == "error"
+    deadline = time.monotonic() + 60  # far below the command's own 600 s
+    while _connections_to(pid, silent_port):
+        assert time.monotonic() < deadline, _connections_to(pid, silent_port)
+        time.sleep(0.05)
+    assert run(kc, "%gpu_cluster status")["status"] == "ok"

@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 import pytest
-from support import spawned_workers, wait_gone
+from support import spawned_workers, undertaker_of, wait_gone
 from test_kernel_lifecycle import run
 
 from gpudask_jupyter.convert.distribute import shared_memory
@@ -118,6 +118,7 @@ def test_after_sigkill_the_next_kernel_removes_what_was_left(
     km, kc = kernel
     pid, workers = _mid_transfer(km, kc)
     held = _hold_a_segment(pid, workers)
+    undertaker_of(pid).kill()  # every process of the kernel killed at once
     os.kill(pid, signal.SIGKILL)  # no handler runs
     km.provisioner.process.wait()
     for worker in workers:

@@ -93,11 +93,46 @@ def test_sigterm_closes_the_cluster_then_ends_the_kernel(kernel, runtime_dir: Pa
     assert _left_behind(runtime_dir) == []
 
 
+def _wait_for(done: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
+        time.sleep(0.05)
+
+
+def _undertaker(kernel_pid: int) -> psutil.Process:
+    (found,) = [
+        p
+        for p in psutil.Process(kernel_pid).children()
+        if "gpudask_jupyter.lifecycle.undertaker" in " ".join(p.cmdline())
+    ]
+    return found
+
+
+def test_a_killed_kernels_files_are_removed_by_its_undertaker(kernel, runtime_dir: Path) -> None:
+    """SIGKILL runs no handler: the process the kernel started with its first file removes
+    them once the kernel has ended, and then ends itself."""
+    km, kc = kernel
+    workers = _start_cluster(km, kc)
+    undertaker = _undertaker(km.provisioner.process.pid)
+    assert undertaker.pid not in {p.pid for p in workers}
+    assert os.getsid(undertaker.pid) == undertaker.pid  # out of reach of the kernel's group
+    os.kill(km.provisioner.process.pid, signal.SIGKILL)
+    km.provisioner.process.wait(timeout=60)
+    assert wait_gone(workers) == []  # the workers end with their parent's pipe
+    _wait_for(lambda: _left_behind(runtime_dir) == [], "the entry and the TLS folder to go")
+    assert wait_gone([undertaker]) == []
+
+
 def test_a_killed_kernels_entry_is_ignored_then_pruned(kernel, runtime_dir: Path) -> None:
+    """Every process of the kernel killed at once, its undertaker too: what it left is ignored
+    at once and removed by the next prune."""
     from gpudask_jupyter import registry
 
     km, kc = kernel
     workers = _start_cluster(km, kc)
+    undertaker = _undertaker(km.provisioner.process.pid)
+    undertaker.kill()
     os.kill(km.provisioner.process.pid, signal.SIGKILL)  # no handler runs
     km.provisioner.process.wait(timeout=60)  # the kernel has ended (a dying one still runs)
     assert wait_gone(workers) == []  # the workers end with their parent's pipe
@@ -182,10 +217,7 @@ def test_a_kernel_ended_during_a_first_start_leaves_no_process(
 ) -> None:
     """A first start launches its workers' interpreters before anything else: a kernel ended
     before they are launched, while they import, or as the workers register leaves none of
-    them, nor a worker, nor (once the next start prunes) an entry or a TLS key; the next kernel
-    starts its cluster."""
-    from gpudask_jupyter import registry
-
+    them, nor a worker, nor an entry or a TLS key; the next kernel starts its cluster."""
     km, kc = kernel
     assert run(kc, "%load_ext gpudask_jupyter")["status"] == "ok"
     process = km.provisioner.process
@@ -199,8 +231,8 @@ def test_a_kernel_ended_during_a_first_start_leaves_no_process(
         pytest.fail(f"the kernel did not end within 30 s of {how.name}")
     assert wait_gone(made) == [], f"left after {how.name} at {delay} s"
     assert wait_gone(_of_kernel(process.pid)) == []
-    registry.prune(runtime_dir)  # what the next start does first (a SIGKILL ran no handler)
-    assert _left_behind(runtime_dir) == []
+    # whatever the start had written, its undertaker removes once the kernel has ended
+    _wait_for(lambda: _left_behind(runtime_dir) == [], f"what {how.name} at {delay} s left")
     km.restart_kernel(now=True)
     kc.wait_for_ready(timeout=60)
     reply = run(

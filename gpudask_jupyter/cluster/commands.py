@@ -70,19 +70,25 @@ def plan_attach(
     tls_ca_file: str | None = None,
     tls_cert: str | None = None,
     tls_key: str | None = None,
+    cancelled: Callable[[], bool] = lambda: False,
 ) -> AttachTarget:
-    """The scheduler an attach aims at, checked and found answering within ``timeout``."""
+    """The scheduler an attach aims at, checked and found answering within ``timeout`` (the
+    check given up, its connection closed, once ``cancelled()``)."""
     target = AttachTarget.resolve(address, scheduler_file, tls_ca_file, tls_cert, tls_key)
-    check_answers(target, timeout)
+    check_answers(target, timeout, cancelled)
     return target
 
 
 def plan_join(
-    target: AttachTarget, opts: StartOptions, timeout: float = ATTACH_TIMEOUT, warn: Warn = stderr
+    target: AttachTarget,
+    opts: StartOptions,
+    timeout: float = ATTACH_TIMEOUT,
+    warn: Warn = stderr,
+    cancelled: Callable[[], bool] = lambda: False,
 ) -> JoinPlan:
     """A join's workers decided and its scheduler found answering within ``timeout``."""
     devices, reason = resolve_workers(opts, warn, joining=True)
-    check_answers(target, timeout)
+    check_answers(target, timeout, cancelled)
     held, devices, worker_caps = room.place(opts, devices, shared=bool(security.shared_machine()))
     return JoinPlan(target, opts, devices, reason, timeout, held, worker_caps)
 
@@ -129,11 +135,12 @@ def attach(
         return kept, False
 
     def work(operation: operations.Operation[ClusterSession]) -> ClusterSession:
-        target = plan_attach(address, scheduler_file, timeout, *tls_files)
+        interrupted = operation.interrupted.is_set
+        target = plan_attach(address, scheduler_file, timeout, *tls_files, cancelled=interrupted)
         operation.check()
         close_current()
         operation.check()
-        return ClusterSession.attach(target, timeout)
+        return ClusterSession.attach(target, timeout, interrupted)
 
     return operations.run("attach", work, undo=_close), True
 
@@ -153,7 +160,7 @@ def join(
 
     def work(operation: operations.Operation[ClusterSession]) -> ClusterSession:
         with room.undone_on_failure():
-            plan = plan_join(target, opts, timeout, warn)
+            plan = plan_join(target, opts, timeout, warn, operation.interrupted.is_set)
             operation.check()
             close_current(release_room=False)
             operation.check()

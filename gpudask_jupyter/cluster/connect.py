@@ -116,17 +116,24 @@ def launch(
     return client, cluster
 
 
-def check_answers(target: AttachTarget, timeout: float) -> None:
+def check_answers(
+    target: AttachTarget, timeout: float, cancelled: handshake.Cancelled = lambda: False
+) -> None:
     """:class:`~..errors.ClusterError` unless a Dask scheduler answers at ``target`` within
-    ``timeout`` (:mod:`.handshake`: nothing is left open)."""
+    ``timeout`` (:mod:`.handshake`: nothing is left open, also once ``cancelled()``)."""
     security = target.security()
     context = security.get_connection_args("client").get("ssl_context") if security else None
-    verdict = handshake.check(target.address, timeout, context)
+    verdict = handshake.check(target.address, timeout, context, cancelled)
     if not verdict.ok:
         raise ClusterError(verdict.problem) from verdict.cause
 
 
-def connect(target: AttachTarget, timeout: float, asked: str = "attach") -> Any:
+def connect(
+    target: AttachTarget,
+    timeout: float,
+    asked: str = "attach",
+    cancelled: handshake.Cancelled = lambda: False,
+) -> Any:
     """The default client of ``target``'s scheduler, for ``asked`` (``attach`` or ``join``). The
     whole connection, handshake included, is bounded by ``timeout``: a first look
     (:mod:`.handshake`) says within it whether a scheduler answers there, and what else does if
@@ -134,7 +141,7 @@ def connect(target: AttachTarget, timeout: float, asked: str = "attach") -> Any:
     from distributed import Client
 
     deadline = time.monotonic() + timeout
-    check_answers(target, timeout)
+    check_answers(target, timeout, cancelled)
     security = target.security()
     left = max(0.5, deadline - time.monotonic())
     try:

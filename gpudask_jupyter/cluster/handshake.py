@@ -10,6 +10,10 @@ plain socket that connects and reads the first 16 bytes under our own deadline t
 silent is then asked once for ``/json/identity.json`` over HTTP: a scheduler's dashboard answers
 with the scheduler's own address, which the error can name.
 
+Every wait looks every :data:`POLL` seconds whether the command was interrupted (Ctrl-C returns
+at once, and the check it left running on its thread must not keep a silent port's connection
+open until its deadline): then it closes what it opened and gives up.
+
 Only ``tcp://`` and ``tls://`` addresses are checked (the others have no stream to read); TLS is
 spoken with the caller's ``ssl.SSLContext``. Standard library only: the server can use this too.
 """
@@ -24,6 +28,7 @@ import socket
 import ssl
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..text.units import format_seconds
@@ -38,6 +43,14 @@ HTTP_SHARE = 0.25
 MAX_HTTP_RESERVE = 2.0
 _ADDRESS = re.compile(r"(tcp|tls)://[A-Za-z0-9_.:\[\]-]{1,300}")
 EXAMPLE = "tcp://10.0.0.5:8786"
+#: seconds between two looks at whether the command was interrupted
+POLL = 0.1
+
+Cancelled = Callable[[], bool]
+
+
+def _never() -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -74,11 +87,17 @@ def looks_like_dask(first: bytes) -> bool:
     return False
 
 
-def check(address: str, timeout: float, context: ssl.SSLContext | None = None) -> Verdict:
+def check(
+    address: str,
+    timeout: float,
+    context: ssl.SSLContext | None = None,
+    cancelled: Cancelled = _never,
+) -> Verdict:
     """Connect to ``address`` and read what it sends first, all within ``timeout`` seconds.
 
     A refused connection is retried until the deadline (a scheduler may still be starting).
-    Every socket is closed before this returns, whatever the verdict.
+    Every socket is closed before this returns, whatever the verdict, and as soon as
+    ``cancelled()`` says the command was interrupted (the verdict then says so).
     """
     parts = split_address(address)
     if parts is None:
@@ -87,8 +106,10 @@ def check(address: str, timeout: float, context: ssl.SSLContext | None = None) -
     deadline = time.monotonic() + timeout
     reserve = min(MAX_HTTP_RESERVE, timeout * HTTP_SHARE)
     first, failure, error = _greeting(
-        host, port, deadline - reserve, context if scheme == "tls" else None
+        host, port, deadline - reserve, context if scheme == "tls" else None, cancelled
     )
+    if cancelled():
+        return Verdict(False, f"the check of {address} was interrupted")
     if first is not None and looks_like_dask(first):
         return Verdict(True)
     if failure == "refused":
@@ -97,7 +118,9 @@ def check(address: str, timeout: float, context: ssl.SSLContext | None = None) -
         return Verdict(False, _nobody(address, timeout, failure), error)
     if first:
         return Verdict(False, _not_dask(address, first))
-    found = _answer_problem(address, _ask_http(host, port, deadline))
+    found = _answer_problem(address, _ask_http(host, port, deadline, cancelled))
+    if cancelled():
+        return Verdict(False, f"the check of {address} was interrupted")
     if found is not None:
         return Verdict(False, found, error)
     if failure.startswith("tls"):
@@ -130,15 +153,17 @@ def _nobody(address: str, timeout: float, why: str) -> str:
     )
 
 
-def _connect(host: str, port: int, deadline: float) -> socket.socket:
+def _connect(host: str, port: int, deadline: float, cancelled: Cancelled) -> socket.socket:
     """A connected socket, retrying a refused connection until ``deadline``."""
     delay = 0.05
     while True:
         left = deadline - time.monotonic()
-        if left <= 0:
+        if left <= 0 or cancelled():
             raise TimeoutError("the connection timed out")
         try:
-            return socket.create_connection((host, port), timeout=left)
+            return socket.create_connection((host, port), timeout=min(left, 10 * POLL))
+        except TimeoutError:
+            continue  # a slow network: try again until the deadline, or the interrupt
         except ConnectionRefusedError:
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 0.5)
@@ -147,12 +172,12 @@ def _connect(host: str, port: int, deadline: float) -> socket.socket:
 
 
 def _greeting(
-    host: str, port: int, deadline: float, context: ssl.SSLContext | None
+    host: str, port: int, deadline: float, context: ssl.SSLContext | None, cancelled: Cancelled
 ) -> tuple[bytes | None, str, OSError | None]:
     """The first bytes the peer sends (None if none), why not (``refused``, ``tls: ...``,
     ``silent`` or another failure in words) and the exception behind it."""
     try:
-        sock = _connect(host, port, deadline)
+        sock = _connect(host, port, deadline, cancelled)
     except ConnectionRefusedError as err:
         return None, "refused", err
     except socket.gaierror as err:
@@ -165,10 +190,14 @@ def _greeting(
         stack.enter_context(sock)
         try:
             if context is not None:
-                sock.settimeout(max(0.01, deadline - time.monotonic()))
                 name = host if context.check_hostname else None
-                sock = stack.enter_context(context.wrap_socket(sock, server_hostname=name))
-            return _read(sock, HEADER, deadline), "silent", None
+                wrapped = context.wrap_socket(
+                    sock, server_hostname=name, do_handshake_on_connect=False
+                )
+                sock = stack.enter_context(wrapped)
+                if not _handshake(wrapped, deadline, cancelled):
+                    return None, "silent", None
+            return _read(sock, HEADER, deadline, cancelled), "silent", None
         except ssl.SSLError as err:
             return None, f"tls: {err.reason or err}", err
         except TimeoutError:
@@ -178,25 +207,42 @@ def _greeting(
             return None, f"{type(err).__name__}: {err.strerror or err}", err
 
 
-def _read(sock: socket.socket, n: int, deadline: float) -> bytes | None:
-    """Up to ``n`` bytes before ``deadline`` (fewer if the peer closes); None if none came."""
+def _handshake(sock: ssl.SSLSocket, deadline: float, cancelled: Cancelled) -> bool:
+    """The TLS handshake done before ``deadline`` (False: not done, or interrupted)."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or cancelled():
+            return False
+        sock.settimeout(min(left, POLL))
+        try:
+            sock.do_handshake()
+            return True
+        except TimeoutError:
+            continue
+
+
+def _read(
+    sock: socket.socket, n: int, deadline: float, cancelled: Cancelled = _never
+) -> bytes | None:
+    """Up to ``n`` bytes before ``deadline`` (fewer if the peer closes, none once
+    ``cancelled()``); None if none came."""
     data = b""
     while len(data) < n:
         left = deadline - time.monotonic()
-        if left <= 0:
+        if left <= 0 or cancelled():
             break
-        sock.settimeout(left)
+        sock.settimeout(min(left, POLL))
         try:
             chunk = sock.recv(n - len(data))
         except TimeoutError:
-            break
+            continue
         if not chunk:
             break
         data += chunk
     return data or None
 
 
-def _ask_http(host: str, port: int, deadline: float) -> bytes:
+def _ask_http(host: str, port: int, deadline: float, cancelled: Cancelled) -> bytes:
     """What the port sends back, before ``deadline``, to a plain HTTP request (b"" if nothing)."""
     request = (
         f"GET /json/identity.json HTTP/1.0\r\nHost: {host}:{port}\r\n"
@@ -204,11 +250,10 @@ def _ask_http(host: str, port: int, deadline: float) -> bytes:
     ).encode()
     answer = b""
     try:
-        left = max(0.05, deadline - time.monotonic())
-        with socket.create_connection((host, port), timeout=left) as sock:
+        with _connect(host, port, deadline, cancelled) as sock:
             sock.sendall(request)
             while len(answer) < 65536:
-                chunk = _read(sock, 65536 - len(answer), deadline)
+                chunk = _read(sock, 65536 - len(answer), deadline, cancelled)
                 if not chunk:
                     break
                 answer += chunk

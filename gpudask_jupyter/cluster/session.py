@@ -138,10 +138,16 @@ class ClusterSession:
         return session
 
     @classmethod
-    def attach(cls, target: AttachTarget, timeout: float = ATTACH_TIMEOUT) -> ClusterSession:
-        """Connect to ``target``'s running scheduler within ``timeout``."""
+    def attach(
+        cls,
+        target: AttachTarget,
+        timeout: float = ATTACH_TIMEOUT,
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> ClusterSession:
+        """Connect to ``target``'s running scheduler within ``timeout`` (given up, nothing left
+        open, once ``cancelled()``)."""
         prune_registry()
-        client = connect(target, timeout)
+        client = connect(target, timeout, cancelled=cancelled)
         session = cls(client, None, [], tls_files=target.tls_files())
         session._register()
         _set_current(session)

@@ -9,7 +9,8 @@ write it: a scheduler address from such a file could point the server at an atta
 An entry is trusted only while its kernel lives: it records the kernel's pid *and* the start time
 of that process, so that an entry left by a killed kernel is ignored even once its pid is reused
 (the server would otherwise connect wherever the stale entry points); the next ``start`` or
-``attach`` deletes such entries with their TLS keys (:func:`prune`). Every field is checked
+``attach`` deletes such entries with their TLS keys (:func:`prune`), and so does the kernel's
+undertaker as soon as the kernel has ended (:mod:`..lifecycle.undertaker`). Every field is checked
 (:mod:`.fields`), files are read without blocking and up to a size limit: one bad file
 never breaks the reader.
 """
@@ -28,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..lifecycle import undertaker
 from ..machine import small_files
 from ..machine.processes import process_started, same_process
 from .fields import InvalidEntry, check_fields
@@ -116,6 +118,7 @@ def write(entry: Entry, directory: Path | None = None) -> Path:
     """Write ``entry`` owner-only; its ``started`` is filled in from its pid when missing."""
     if entry.started is None:
         entry.started = process_started(entry.pid)
+    undertaker.tell("runtime", directory or runtime_dir())
     path = path_for(entry.kernel_id, directory)
     _write_private(path, json.dumps(asdict(entry), indent=1))
     return path
@@ -126,6 +129,7 @@ def write_tls(kernel_id: str, pem: dict[str, str], directory: Path | None = None
 
     The folder also names the process that wrote it (``owner``: pid and start time), so that a
     kernel killed before it wrote its entry leaves a folder the next prune removes at once."""
+    undertaker.tell("runtime", directory or runtime_dir())
     folder = (directory or runtime_dir()) / f"{ENTRY_PREFIX}{kernel_id}-tls"
     folder.mkdir(mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)

@@ -42,3 +42,12 @@ def start(every: float | None = None) -> Periodic:
     )
     _current.start()
     return _current
+
+
+def stop() -> None:
+    """Stop the tidy-up of this process (a server's tests, which make servers one after another
+    in one process, stop each one's with the server)."""
+    global _current
+    if _current is not None:
+        _current.stop()
+        _current = None

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ... import config, lifecycle
 from ...errors import ClusterError
+from ...lifecycle import undertaker
 from ...lifecycle.periodic import Periodic
 from ...machine import nvml, processes
 from ...registry.kernel_id import kernel_id
@@ -241,6 +242,7 @@ def _write(
         active=now,
         elastic=elastic,
     )
+    undertaker.tell("room", directory.path)
     directory.write(lease)
     _lease = lease
     _register()
