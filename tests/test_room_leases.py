@@ -241,16 +241,14 @@ def test_named_gpus_are_leased_and_a_crowded_one_is_said() -> None:
 def test_worker_caps_hold_the_workers_half_and_refuse_a_larger_pool() -> None:
     share = 8 * GiB
     keywords = caps.worker_keywords(share, 140 * GiB, "0", None, None)
-    assert keywords["rmm_maximum_pool_size"] == 4 * GiB
-    assert keywords["rmm_async"] is True
     assert keywords["device_memory_limit"] == int(4 * GiB * caps.SPILL_AT)
-    assert keywords["rmm_allocator_external_lib_list"] == ["cupy"]
     with pytest.raises(ClusterError, match=r"your share of GPU 0 is 8 GiB.*Nothing was started"):
         caps.worker_keywords(share, 140 * GiB, "0", 0.9, None)
     with pytest.raises(ClusterError, match="--device-memory-limit"):
         caps.worker_keywords(share, 140 * GiB, "0", None, "6GiB")
     pooled = caps.worker_keywords(share, 140 * GiB, "0", "2GiB", None)
-    assert "rmm_async" not in pooled and pooled["rmm_maximum_pool_size"] == 4 * GiB
+    assert pooled["rmm_pool_size"] is None  # the worker makes it, under its cap
+    assert caps.worker_pool("2GiB", 140 * GiB) == 2 * GiB
 
 
 # -- thirty starts in the same second, as processes ----------------------------------------------

@@ -9,8 +9,8 @@ processes exit when the pipe from their parent closes, whatever their group.
 A worker's stderr is the kernel's, which ipykernel shows in a cell: it goes to the kernel's
 Dask log file instead (:mod:`.logs`), where the kernel says it is.
 
-On a shared machine, the worker of a kernel holding an elastic share caps its own GPU
-allocations and follows the share (:mod:`.room.worker_share`).
+On a shared machine, the worker of a kernel holding a share caps its own GPU allocations and
+follows the share (:mod:`.room.worker_share`), or does not start.
 """
 
 from __future__ import annotations
@@ -44,9 +44,14 @@ def _stderr_to(target: str) -> None:
 
 
 def _follow_share(worker: Any) -> None:
-    try:
-        from .room import worker_share
+    """A worker on a share that cannot hold itself to it does not start: the error, in the
+    kernel's Dask log and in the start's failure, says why."""
+    from .room import worker_share
 
+    try:
         worker_share.start(worker)
-    except Exception:  # a worker without its cap still runs; the room view shows its memory
-        log.warning("this worker cannot follow its share of the GPU", exc_info=True)
+    except Exception as err:
+        log.error("this worker cannot hold itself to its share of the GPU: %s", err)
+        raise worker_share.NoCap(
+            f"this worker cannot hold itself to its share of the shared GPU: {err}"
+        ) from err

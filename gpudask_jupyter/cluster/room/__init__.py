@@ -67,8 +67,8 @@ def place(
         device.label,
         opts.rmm_pool_size,
         opts.device_memory_limit,
-        elastic=held.lease.elastic,
     )
+    holder.set_worker_pool(caps.worker_pool(opts.rmm_pool_size, device.memory_total))
     return held, held.devices, worker_caps
 
 

@@ -8,6 +8,12 @@ adaptor, made current, over the same upstream resource, limited to the cap less 
 adaptors still hold; those keep their buffers until they are freed. As they are, :meth:`Capped.
 refresh` makes a new adaptor that counts the room they left. The allocation path stays RMM's own
 C++ (no Python call per allocation); a change costs one adaptor.
+
+Memory the process allocates outside RMM on purpose (a ``--distribute`` partition's block, which
+must be one ``cudaMalloc`` to be exported whole) is :meth:`Capped.reserve`\\ d first: counted
+against the same cap, refused when it does not fit. Where someone else makes another resource
+current over ours (dask-cuda's RMM set-up, a user's ``rmm.reinitialize``), :meth:`Capped.
+refresh` puts the cap back over it.
 """
 
 from __future__ import annotations
@@ -35,41 +41,96 @@ class Capped:
         self._adaptors: list[Any] = []
         self._current: Any = None
         self._earlier = 0  # what the earlier adaptors held when the current one was made
+        self.reserved = 0  # bytes allocated outside RMM and counted here
         self.cap = 0
         self.set(cap)
         _route_cupy()
+        process_cap.set(self)
 
     def held(self) -> int:
-        """Bytes this process's capped allocations hold now."""
+        """Bytes this process's capped allocations hold now, reservations included."""
         with self._lock:
-            return sum(adaptor.get_allocated_bytes() for adaptor in self._adaptors)
+            return self._held() + self.reserved
+
+    def _held(self) -> int:
+        return sum(adaptor.get_allocated_bytes() for adaptor in self._adaptors)
 
     def set(self, cap: int) -> None:
         """Hold the process to ``cap`` bytes from now on (what it holds stays)."""
+        with self._lock:
+            self._make(cap)
+
+    def _make(self, cap: int) -> None:
+        import rmm
+
+        self._adaptors = [
+            a for a in self._adaptors if a is self._current or a.get_allocated_bytes() > 0
+        ]
+        held = self._held()
+        adaptor = rmm.mr.LimitingResourceAdaptor(
+            self._upstream, allocation_limit=max(0, cap - held - self.reserved)
+        )
+        rmm.mr.set_current_device_resource(adaptor)
+        self._earlier = held
+        self._adaptors.append(adaptor)
+        self._current = adaptor
+        self.cap = cap
+        log.debug(
+            "GPU allocations capped at %d bytes (%d held, %d reserved)", cap, held, self.reserved
+        )
+
+    def refresh(self) -> None:
+        """Give back to the current adaptor what earlier ones have freed since it was made, and
+        put the cap back where another resource was made current over it."""
         import rmm
 
         with self._lock:
-            self._adaptors = [
-                a for a in self._adaptors if a is self._current or a.get_allocated_bytes() > 0
-            ]
-            held = sum(adaptor.get_allocated_bytes() for adaptor in self._adaptors)
-            adaptor = rmm.mr.LimitingResourceAdaptor(
-                self._upstream, allocation_limit=max(0, cap - held)
-            )
-            rmm.mr.set_current_device_resource(adaptor)
-            self._earlier = held
-            self._adaptors.append(adaptor)
-            self._current = adaptor
-            self.cap = cap
-        log.debug("GPU allocations capped at %d bytes (%d held)", cap, held)
-
-    def refresh(self) -> None:
-        """Give back to the current adaptor what earlier ones have freed since it was made."""
-        with self._lock:
+            current = rmm.mr.get_current_device_resource()
+            if current is not self._current:
+                log.warning(
+                    "another GPU memory resource was made current over this process's cap "
+                    "(%s): the cap is put back over it",
+                    type(current).__name__,
+                )
+                self._upstream = current
+                self._make(self.cap)
+                return
             earlier = sum(a.get_allocated_bytes() for a in self._adaptors if a is not self._current)
-            stale = self._earlier - earlier >= REFRESH_AFTER
-        if stale:
-            self.set(self.cap)
+            if self._earlier - earlier >= REFRESH_AFTER:
+                self._make(self.cap)
+
+    def reserve(self, nbytes: int) -> bool:
+        """Count ``nbytes`` allocated outside RMM against the cap; False (nothing counted) when
+        they do not fit in what the cap leaves."""
+        with self._lock:
+            if self._held() + self.reserved + nbytes > self.cap:
+                return False
+            self.reserved += nbytes
+            self._make(self.cap)
+            return True
+
+    def release(self, nbytes: int) -> None:
+        """``nbytes`` reserved earlier are freed."""
+        with self._lock:
+            self.reserved = max(0, self.reserved - nbytes)
+            self._make(self.cap)
+
+
+class ProcessCap:
+    """The cap this process installed, for code that allocates outside RMM (None: no cap)."""
+
+    def __init__(self) -> None:
+        self._capped: Capped | None = None
+
+    def set(self, capped: Capped) -> None:
+        self._capped = capped
+
+    def get(self) -> Capped | None:
+        return self._capped
+
+
+#: this process's cap (one per process: RMM's current resource is the process's)
+process_cap = ProcessCap()
 
 
 def _route_cupy() -> None:
@@ -82,3 +143,13 @@ def _route_cupy() -> None:
     from rmm.allocators.cupy import rmm_cupy_allocator
 
     cupy.cuda.set_allocator(rmm_cupy_allocator)
+
+
+def pool_upstream(pool: int) -> Any:
+    """The upstream of a worker that asked for an RMM pool of ``pool`` bytes (``--rmm-pool-size``
+    on a share): a pool of plain CUDA memory, made here so that the cap stays over it (dask-cuda
+    would make its own pool current, over the cap)."""
+    import rmm
+
+    rounded = -(-pool // 256) * 256
+    return rmm.mr.PoolMemoryResource(rmm.mr.CudaMemoryResource(), initial_pool_size=rounded)

@@ -4,9 +4,11 @@ A share is split between the kernel (``%%to_gpu``, cuDF and CuPy in the notebook
 workers: :data:`KERNEL_PART` of it for the kernel, the rest for the workers. Each side is capped
 by its own allocator, because no cap spans two processes:
 
-* a worker by dask-cuda's RMM set-up: an asynchronous pool behind a limiting adaptor of the
-  workers' part, CuPy routed through it, and dask-cuda's spilling to host memory set below it so
-  that a large computation spills before it fails;
+* a worker by a limiting adaptor its own process makes current as it starts (:mod:`.worker_share`)
+  over CUDA's asynchronous allocator, or over the RMM pool ``--rmm-pool-size`` asked for (made
+  there, not by dask-cuda, whose RMM set-up would make its own pool current over the cap), CuPy
+  routed through it, and dask-cuda's spilling to host memory set below it so that a large
+  computation spills before it fails; a worker that cannot install its cap does not start;
 * the kernel by an RMM limiting adaptor of its part (cuDF allocates through RMM), with CuPy routed
   through RMM as well; where RMM is missing, by CuPy's own limit (``CUPY_GPU_MEMORY_LIMIT``).
 
@@ -34,8 +36,6 @@ log = logging.getLogger(__name__)
 KERNEL_PART = 0.5
 #: dask-cuda spills a worker's data to host memory above this part of the worker's cap
 SPILL_AT = 0.8
-#: the libraries a worker's RMM set-up routes through the capped resource
-ROUTED_LIBRARIES = ["cupy"]
 
 _lock = threading.Lock()
 _kernel_cap: int | None = None  # the cap installed in this kernel (None: none yet)
@@ -71,12 +71,12 @@ def worker_keywords(
     label: str,
     rmm_pool_size: int | float | str | None,
     device_memory_limit: int | float | str | None,
-    elastic: bool = False,
 ) -> dict[str, Any]:
-    """dask-cuda's keywords that hold a worker on GPU ``label`` (of ``total`` bytes) within its
+    """dask-cuda's keywords for a worker on GPU ``label`` (of ``total`` bytes) held within its
     part of ``share``; :class:`~...errors.ClusterError`, naming the share, for a pool or a spill
-    limit asked beyond it. ``elastic``: the worker caps itself and follows its share
-    (:mod:`.worker_share`), so dask-cuda only spills (and makes the pool asked for)."""
+    limit asked beyond it. The worker caps itself (:mod:`.worker_share`), over the pool asked
+    for, which it makes itself: dask-cuda is asked to spill below the cap and to leave RMM
+    alone (its set-up would make a resource of its own current over the cap)."""
     cap = worker_part(share)
     pool = _size(rmm_pool_size, total)
     if pool is not None and pool > cap:
@@ -93,17 +93,20 @@ def worker_keywords(
             f"your worker may take on GPU {label} (your share is {format_bytes(share)}). "
             "Nothing was started."
         )
-    if elastic:
-        spill = {"device_memory_limit": limit if limit is not None else int(cap * SPILL_AT)}
-        return spill if pool is None else {**spill, "rmm_pool_size": pool}
-    keywords: dict[str, Any] = {
-        "rmm_maximum_pool_size": cap,
+    return {
         "device_memory_limit": limit if limit is not None else int(cap * SPILL_AT),
-        "rmm_allocator_external_lib_list": ROUTED_LIBRARIES,
+        "rmm_pool_size": None,
+        "rmm_async": False,
     }
-    if pool is None:
-        keywords["rmm_async"] = True  # a cap with no memory taken up front
-    return keywords
+
+
+def worker_pool(
+    rmm_pool_size: int | float | str | None, total: int, rmm_async: bool = False
+) -> int:
+    """Bytes of the RMM pool a worker on a share makes under its own cap (0: none, its memory
+    comes from CUDA's asynchronous allocator, as ``--rmm-async`` asks)."""
+    del rmm_async  # the cap's own upstream already is CUDA's asynchronous allocator
+    return _size(rmm_pool_size, total) or 0
 
 
 def cuda_started() -> bool:

@@ -314,6 +314,15 @@ def _reuse(
     return Held(lease, devices, "this kernel's GPUs, kept from its earlier start", False)
 
 
+def set_worker_pool(pool: int) -> None:
+    """The RMM pool (bytes, 0: none) this kernel's workers make under their cap."""
+    with _lock:
+        if _lease is None or _room is None or _lease.pool == pool:
+            return
+        _lease.pool = pool
+        _rewrite()
+
+
 def set_workers(pids: Sequence[int]) -> None:
     with _lock:
         if _lease is None or _room is None:

@@ -91,6 +91,7 @@ class Lease:
     workers: list[int] = field(default_factory=list)  # pids of the holder's worker processes
     held: int = 0  # bytes the kernel's own capped allocations hold: counts for itself alone
     elastic: bool = False  # its share follows the holders present (.shares)
+    pool: int = 0  # bytes of the RMM pool its workers make under their cap (--rmm-pool-size)
     version: int = VERSION
     path: Path | None = field(default=None, compare=False, repr=False)
 
@@ -177,6 +178,7 @@ def lease_from_json(data: bytes) -> Lease:
         workers=list(workers),
         held=_int({"held": raw.get("held", 0)}, "held"),
         elastic=elastic,
+        pool=_int({"pool": raw.get("pool", 0)}, "pool"),
     )
 
 

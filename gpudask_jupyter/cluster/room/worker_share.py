@@ -7,7 +7,10 @@ the nannies live in the kernel), installs the cap as it starts, before any task,
 every :data:`EVERY` seconds at the share its kernel found: the kernel measures the room, and its
 worker, of the same account, trusts its own kernel's figure and nobody else's. dask-cuda's
 spilling to host memory moves with the cap, so that a large computation spills before it fails.
-Workers of a planned (fixed) share keep dask-cuda's own cap, set as they were made.
+A worker of a planned share holds itself the same way, to the share its lease names. dask-cuda
+is asked to leave RMM alone (its set-up, run after this preload, would make a resource of its
+own current over the cap); a pool the student asked for is made here, under the cap, and a
+resource made current over the cap later is found at the next look and capped again.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ EVERY = 1.0
 
 
 class WorkerShare:
-    """Follows the share of the kernel whose worker this process is."""
+    """Follows the share of the kernel whose worker this process is, planned or elastic."""
 
     def __init__(self, worker: Any, directory: Path) -> None:
         from .leases import RoomDir
@@ -36,29 +39,35 @@ class WorkerShare:
         self.capped: Any = None
 
     def step(self) -> bool:
-        """Cap the worker at its part of the share its kernel last found; False when its
-        kernel holds no elastic lease here (then the worker is left as it is)."""
+        """Cap the worker at its part of the share its kernel last found (or was planned);
+        False when its kernel holds no lease here (then the worker is left as it is). A GPU
+        worker whose kernel holds a lease but that cannot install its cap raises
+        :class:`NoCap`: it does not run on a share uncapped."""
         import importlib.util
 
         from ... import compat
         from . import caps
 
-        if importlib.util.find_spec("rmm") is None:  # a CPU worker (the room's test seam)
-            return False
         own = [
             lease
             for lease in self.room.leases()
             if lease.pid == os.getppid() and lease.uid == os.getuid()
         ]
-        if not own or not own[0].elastic:
+        if not own:
             return False
-        part = caps.worker_part(own[0].smallest.share, max(1, len(own[0].workers)))
+        if importlib.util.find_spec("rmm") is None:
+            from ...convert.availability import reason
+
+            if reason() is not None:  # a CPU worker (the room's test seam): nothing to cap
+                return False
+            raise NoCap("RMM is not installed where the worker runs (the gpu extra brings it)")
+        lease = own[0]
+        part = caps.worker_part(lease.smallest.share, max(1, len(lease.workers)))
         if self.capped is None:
-            import rmm
+            from .allocator import Capped, pool_upstream
 
-            from .allocator import Capped
-
-            self.capped = Capped(part, upstream=rmm.mr.get_current_device_resource())
+            upstream = pool_upstream(lease.pool) if lease.pool else None
+            self.capped = Capped(part, upstream=upstream)
         elif part != self.capped.cap:
             self.capped.set(part)
         else:
@@ -68,9 +77,13 @@ class WorkerShare:
         return True
 
 
+class NoCap(RuntimeError):
+    """A worker on a share that cannot hold itself to it."""
+
+
 def start(worker: Any) -> Periodic | None:
-    """From the workers' preload: cap this worker where its kernel holds an elastic share, and
-    keep following it; None elsewhere (no room here, or a planned share)."""
+    """From the workers' preload: cap this worker where its kernel holds a share, and keep
+    following it; None elsewhere (no room here). :class:`NoCap` where it cannot be capped."""
     from ... import config
 
     directory = Path(str(config.get("room-dir")))

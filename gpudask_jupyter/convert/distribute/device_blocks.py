@@ -86,13 +86,30 @@ def worker_gpu() -> str | None:
 class Block:
     """One partition's device memory on this worker, allocated outside any pool so that it can
     be exported whole. It never leaves its worker (it does not pickle), and Dask counts it as
-    small: it is device memory, not host memory a worker should spill."""
+    small: it is device memory, not host memory a worker should spill. On a share of a shared
+    GPU it is counted against the worker's cap (:mod:`...cluster.room.allocator`) for as long
+    as its memory lives, and refused where it does not fit."""
 
     def __init__(self, nbytes: int) -> None:
-        import cupy
+        import weakref
 
-        self.device = int(cupy.cuda.runtime.getDevice())
-        self.memory = cupy.cuda.memory.Memory(max(1, nbytes))
+        from ...cluster.room.allocator import process_cap
+
+        size = max(1, nbytes)
+        capped = process_cap.get()
+        if capped is not None and not capped.reserve(size):
+            raise OverShare(size, capped.cap)
+        try:
+            import cupy
+
+            self.device = int(cupy.cuda.runtime.getDevice())
+            self.memory = cupy.cuda.memory.Memory(size)
+        except BaseException:
+            if capped is not None:
+                capped.release(size)
+            raise
+        if capped is not None:
+            weakref.finalize(self.memory, capped.release, size)
         self.nbytes = nbytes
 
     def __reduce__(self) -> Any:
@@ -107,6 +124,18 @@ class Block:
         dtype = np.dtype(np.int64) if slot.dtype.kind in "mM" else slot.dtype
         pointer = cupy.cuda.MemoryPointer(self.memory, offset)
         return cupy.ndarray(slot.shape, dtype=dtype, memptr=pointer)
+
+
+class OverShare(MemoryError):
+    """A block beyond what this worker's share of a shared GPU leaves."""
+
+    def __init__(self, nbytes: int, cap: int) -> None:
+        from ...text.units import format_bytes
+
+        super().__init__(
+            f"a block of {format_bytes(nbytes)} does not fit in what this worker's share of the "
+            f"shared GPU ({format_bytes(cap)}) leaves"
+        )
 
 
 class _Size:
@@ -135,6 +164,8 @@ def allocate(nbytes: int) -> Block | Unavailable:
     exported whole; a pool that holds most of the GPU leaves too little: :class:`Unavailable`)."""
     try:
         return Block(nbytes)
+    except OverShare as err:
+        return Unavailable(str(err))
     except Exception as err:
         return unavailable(err, nbytes)
 

@@ -1,0 +1,2 @@
+def rmm_cupy_allocator(nbytes: int) -> object:
+    raise NotImplementedError("no CuPy without a GPU")
