@@ -40,9 +40,12 @@ def __dir__() -> list[str]:
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register the magics, their tab completion, and the closing of what they start when the
     kernel shuts down or gets SIGTERM (:mod:`.lifecycle.shutdown`); once the running cell has
-    finished, import what a start needs in the background (:mod:`.cluster.prewarm`)."""
+    finished, import what a start needs in the background (:mod:`.cluster.prewarm`); on a
+    shared machine, place and cap the kernel at its first import of a GPU library
+    (:mod:`.cluster.room.import_hook`)."""
     global _magics
     from .cluster import prewarm
+    from .cluster.room import import_hook
     from .lifecycle import leftovers, shutdown
     from .magics import completion, out_of_memory
     from .magics.gpudask_magics import GpuDaskMagics
@@ -57,6 +60,19 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     out_of_memory.install(ipython)
     shutdown.install(ipython)
     prewarm.after_cell(ipython)
+    import_hook.install(_placed_before_gpu_import, _capped_after_gpu_import)
+
+
+def _placed_before_gpu_import() -> None:
+    from .cluster import room
+
+    room.before_kernel_gpu_work(cap=False)
+
+
+def _capped_after_gpu_import() -> None:
+    from .cluster import room
+
+    room.install_kernel_cap()
 
 
 def unload_ipython_extension(ipython: InteractiveShell) -> None:
@@ -65,9 +81,11 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
     global _magics
     from . import config, lifecycle
     from .cluster import prewarm
+    from .cluster.room import import_hook
     from .lifecycle import shutdown
     from .magics import completion, out_of_memory
 
+    import_hook.uninstall()
     prewarm.cancel()
     lifecycle.unload()
     shutdown.uninstall()

@@ -14,7 +14,7 @@ from typing import Any
 import psutil
 import pytest
 from jupyter_client.manager import KernelManager
-from support import spawned_workers, wait_gone
+from support import spawned_workers, undertaker_of, wait_gone
 
 from gpudask_jupyter.cluster.worker_spawn import PARENT_PID
 
@@ -100,21 +100,12 @@ def _wait_for(done: Any, what: str, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
-def _undertaker(kernel_pid: int) -> psutil.Process:
-    (found,) = [
-        p
-        for p in psutil.Process(kernel_pid).children()
-        if "gpudask_jupyter.lifecycle.undertaker" in " ".join(p.cmdline())
-    ]
-    return found
-
-
 def test_a_killed_kernels_files_are_removed_by_its_undertaker(kernel, runtime_dir: Path) -> None:
     """SIGKILL runs no handler: the process the kernel started with its first file removes
     them once the kernel has ended, and then ends itself."""
     km, kc = kernel
     workers = _start_cluster(km, kc)
-    undertaker = _undertaker(km.provisioner.process.pid)
+    undertaker = undertaker_of(km.provisioner.process.pid)
     assert undertaker.pid not in {p.pid for p in workers}
     assert os.getsid(undertaker.pid) == undertaker.pid  # out of reach of the kernel's group
     os.kill(km.provisioner.process.pid, signal.SIGKILL)
@@ -131,7 +122,7 @@ def test_a_killed_kernels_entry_is_ignored_then_pruned(kernel, runtime_dir: Path
 
     km, kc = kernel
     workers = _start_cluster(km, kc)
-    undertaker = _undertaker(km.provisioner.process.pid)
+    undertaker = undertaker_of(km.provisioner.process.pid)
     undertaker.kill()
     os.kill(km.provisioner.process.pid, signal.SIGKILL)  # no handler runs
     km.provisioner.process.wait(timeout=60)  # the kernel has ended (a dying one still runs)

@@ -308,3 +308,97 @@ print(json.dumps(tried), flush=True)
     finally:
         student.communicate("\n")
     assert RoomDir(public_room).leases() == []  # her kernel ended: nothing counts
+
+
+FAKE_CUPY = """
+import os
+SEEN = {"visible": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
+
+class _Pool:
+    limit = None
+
+    def set_limit(self, size):
+        _Pool.limit = size
+
+    def used_bytes(self):
+        return 0
+
+
+def get_default_memory_pool():
+    return _Pool()
+"""
+
+
+@pytest.fixture
+def fake_cupy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``cupy`` the kernels import: it notes the GPUs the kernel may see as it is imported,
+    and keeps the pool limit set on it."""
+    (tmp_path / "fake" / "cupy").mkdir(parents=True)
+    (tmp_path / "fake" / "cupy" / "__init__.py").write_text(FAKE_CUPY)
+    paths = [str(tmp_path / "fake"), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
+    return tmp_path / "fake"
+
+
+def test_plain_cupy_in_a_cell_places_and_caps_the_kernel(
+    kernels: Any, room_env: Path, fake_cupy: Path
+) -> None:
+    """No magic before it: the import itself takes the kernel's place, pins it to its GPU
+    before the library runs, and caps it once it has."""
+    _, kc = kernels()
+    out = run(
+        kc,
+        "%load_ext gpudask_jupyter\n"
+        "import cupy\n"
+        "from gpudask_jupyter.cluster.room import caps, holder\n"
+        "lease = holder.current()\n"
+        "print('SEEN', cupy.SEEN['visible'])\n"
+        "print('LEASE', lease.gpus[0].uuid, lease.gpus[0].share)\n"
+        "cap = caps.kernel_part(lease.gpus[0].share)\n"
+        "print('LIMIT', cupy.get_default_memory_pool().limit, cap)",
+    )
+    assert out["status"] == "ok", out["output"]
+    said = {line.split()[0]: line.split()[1:] for line in out["output"].splitlines() if line}
+    assert said["SEEN"] == [said["LEASE"][0]]  # pinned before the library ran
+    assert said["LIMIT"][0] == said["LIMIT"][1]  # and capped once it had
+    assert len(sorted(room_env.glob(f"*/*{leases.SUFFIX}"))) == 1
+
+
+def test_plain_cupy_in_a_full_room_is_refused_in_a_sentence(
+    kernels: Any, room_env: Path, fake_cupy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+
+    from gpudask_jupyter.cluster.room.leases import Lease, Share
+    from gpudask_jupyter.machine import processes
+
+    monkeypatch.setenv("DASK_GPUDASK__ROOM_SHARE", "15GiB")  # one student fills a GPU
+    sleepers = [
+        subprocess.Popen(
+            [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    try:
+        directory = RoomDir(room_env)
+        assert directory.prepare(), directory.problem
+        for i, sleeper in enumerate(sleepers):
+            while (started := processes.process_started(sleeper.pid)) is None:
+                pass
+            uuid = f"GPU-00000000-0000-0000-0000-{i:012d}"
+            directory.write(
+                Lease(
+                    os.getuid(), "me", sleeper.pid, started, f"k{i}", [Share(uuid, i, 15 * GiB)],
+                    0.0, 0.0,
+                )
+            )  # fmt: skip
+        _, kc = kernels()
+        out = run(kc, "%load_ext gpudask_jupyter\nimport cupy")
+        assert out["status"] == "error"
+        assert "ImportError: No GPU here has room for another share" in out["output"], out
+        assert "this kernel has no place on it" in out["output"]
+    finally:
+        for sleeper in sleepers:
+            sleeper.communicate(b"")

@@ -9,6 +9,8 @@
 - :mod:`.holder`: this kernel's one lease, from its first GPU work to its end.
 - :mod:`.room_view`: the room as ``%gpu_cluster room`` and the views show it.
 - :mod:`.room_part`: the room as the Frame carries it to the panel and the sidebar.
+- :mod:`.measure`: what the machine shows of the GPUs' memory, and whose it is.
+- :mod:`.import_hook`: the kernel placed and capped at its first import of a GPU library.
 
 Only the functions below are called from outside the folder.
 """
@@ -32,6 +34,7 @@ __all__ = [
     "Held",
     "before_kernel_gpu_work",
     "explain_out_of_memory",
+    "install_kernel_cap",
     "out_of_memory",
     "place",
     "undone_on_failure",
@@ -114,25 +117,37 @@ def explain_out_of_memory(err: BaseException, from_worker: bool) -> str | None:
     )
 
 
-def before_kernel_gpu_work() -> None:
-    """Before the kernel's own GPU work (``%%to_gpu``): on a shared machine the kernel takes
-    its place if it has none (pinned to its GPU while CUDA has not started in it), then its cap."""
+def before_kernel_gpu_work(cap: bool = True) -> None:
+    """Before the kernel's own GPU work (``%%to_gpu``, the first import of a GPU library): on a
+    shared machine the kernel takes its place if it has none (pinned to its GPU while CUDA has
+    not started in it), then, with ``cap``, its cap."""
     from .. import gpus, security
-    from . import caps, holder
+    from . import holder
 
     lease = holder.current()
     if lease is None:
-        if not nvml.status().available:  # no GPU: nothing to place (and no scan for people)
+        seam = bool(os.environ.get(holder.TEST_GPUS))
+        if not nvml.status().available and not seam:  # no GPU: nothing to place, nobody asked
             return
         if not holder.applies(bool(security.shared_machine())):
             return
-        allowed = gpus.select(None, nvml.devices(), gpus.kernel_restriction())
+        found = nvml.devices() if nvml.status().available else holder.room_devices()
+        allowed = gpus.select(None, found, gpus.kernel_restriction())
         if not allowed:
             return
         lease = holder.take(allowed, None, None).lease
-    if nvml.status().available:  # not on the test seam's GPUs
-        caps.install_kernel_cap(holder.share_now(lease))
+    if cap:
+        install_kernel_cap()
     holder.touch()
+
+
+def install_kernel_cap() -> None:
+    """The kernel's cap at its part of its share now, where it holds a lease."""
+    from . import caps, holder
+
+    lease = holder.current()
+    if lease is not None:
+        caps.install_kernel_cap(holder.share_now(lease))
 
 
 def out_of_memory(need: str) -> tuple[str, str] | None:
