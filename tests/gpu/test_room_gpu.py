@@ -209,3 +209,112 @@ def test_a_lone_root_beside_an_idle_ubuntu_account_gets_the_whole_gpu_and_the_da
     finally:
         if made:
             subprocess.run(["userdel", "ubuntu"], check=False)
+
+
+HOLD = "def hold(n):\n    import cupy\n    return cupy.empty(n, dtype='u1')\n"
+
+
+def test_the_newest_holder_leaving_leaves_a_share_that_can_be_allocated_in_full(
+    no_plan: Any,
+) -> None:
+    """A holds 100 GiB (half in its kernel, half on its worker); B and C arrive, C leaves: B's
+    share is what A does not hold, and B allocates up to its caps, kernel and worker, without a
+    raw out-of-memory."""
+    _, a = no_plan()
+    assert (
+        run(a, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)["status"] == "ok"
+    )
+    held = run(
+        a,
+        HOLD + "import cupy\nmine = cupy.empty(50 * 2**30, dtype='u1')\n"
+        "theirs = client.submit(hold, 50 * 2**30)\nprint('A', theirs.result().nbytes)",
+    )
+    assert "A 53687091200" in held["output"], held["output"]
+    _, b = no_plan()
+    _, c = no_plan()
+    for kc in (b, c):
+        assert (
+            run(kc, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)["status"]
+            == "ok"
+        )
+    run(c, "%gpu_cluster stop\nfrom gpudask_jupyter.cluster.room import holder\nholder.release()")
+    out = run(
+        b,
+        "end = time.time() + 20\n"
+        "before = holder.current_share()\n"
+        "while holder.current_share() == before and time.time() < end:\n"
+        "    time.sleep(0.2)\n"
+        "time.sleep(2.5)  # the worker looks every second too\n"
+        "share = holder.current_share()\n"
+        "print('SHARE', share)\n"
+        "print('K', grab(int(caps.kernel_part(share) * 0.95)))\n"
+        "print('W', list(client.run(grab, int(caps.worker_part(share) * 0.95)).values())[0])",
+    )["output"]
+    share = _number(out, "SHARE")
+    assert share < 45 * GiB, out  # what A does not hold, less the contexts
+    assert "K ok" in out and "W ok" in out, out
+    for kc in (a, b):
+        run(kc, "%gpu_cluster stop")
+
+
+def test_a_spread_frame_counts_in_the_workers_share(no_plan: Any) -> None:
+    _, kc = no_plan()
+    assert (
+        run(kc, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)["status"]
+        == "ok"
+    )
+    out = run(
+        kc,
+        "share = holder.current_share(); part = caps.worker_part(share)\n"
+        "import numpy as np, pandas as pd\n"
+        "frame = pd.DataFrame({'x': np.ones(int(part * 0.6) // 8)})\n"
+        "from gpudask_jupyter import to_gpu\n"
+        "spread = to_gpu(frame, distribute=True)\n"
+        "def counted():\n"
+        "    from gpudask_jupyter.cluster.room.allocator import process_cap\n"
+        "    return process_cap.get().held()\n"
+        "print('HELD', list(client.run(counted).values())[0], int(part * 0.6))\n"
+        "print('MORE', list(client.run(grab, int(part * 0.6)).values())[0])",
+    )["output"]
+    held = out.split("HELD ")[1].split()
+    assert int(held[0]) >= int(held[1]) * 0.95, out
+    assert "MORE MemoryError" in out, out  # the block is in the worker's share
+    run(kc, "%gpu_cluster stop")
+
+
+def test_a_pool_under_an_elastic_share_keeps_the_cap(no_plan: Any) -> None:
+    _, kc = no_plan()
+    started = run(
+        kc, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start --rmm-pool-size 2GiB\n" + PROBE
+    )
+    assert started["status"] == "ok", started["output"]
+    out = run(
+        kc,
+        "def resource():\n"
+        "    import rmm\n"
+        "    r = rmm.mr.get_current_device_resource()\n"
+        "    return type(r).__name__, type(r.get_upstream()).__name__, r.get_allocation_limit()\n"
+        "print('R', *list(client.run(resource).values())[0])\n"
+        "part = caps.worker_part(holder.current_share())\n"
+        "print('OUT', list(client.run(grab, int(part * 1.1)).values())[0])",
+    )["output"]
+    assert "R LimitingResourceAdaptor PoolMemoryResource" in out, out
+    assert "OUT MemoryError" in out, out
+    run(kc, "%gpu_cluster stop")
+
+
+def test_plain_cudf_in_a_cell_before_any_magic_is_placed_and_capped(no_plan: Any) -> None:
+    _, kc = no_plan()
+    out = run(
+        kc,
+        "%load_ext gpudask_jupyter\n"
+        "import os, cudf, rmm\n"
+        "from gpudask_jupyter.cluster.room import caps, holder\n"
+        "lease = holder.current()\n"
+        "print('PINNED', os.environ.get('CUDA_VISIBLE_DEVICES') == lease.gpus[0].uuid)\n"
+        "print('CAP', rmm.mr.get_current_device_resource().get_allocation_limit(),"
+        " caps.kernel_part(lease.gpus[0].share))",
+    )["output"]
+    assert "PINNED True" in out, out
+    cap = out.split("CAP ")[1].split()
+    assert cap[0] == cap[1], out
