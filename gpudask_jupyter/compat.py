@@ -10,7 +10,7 @@ Nothing here is imported at package import time by anything that does not need i
 module imports none of the libraries at its own import.
 
 Checked on: distributed 2024.8 – 2026.8; dask 2024.8 – 2026.8; dask-cuda 25.10 – 26.10; pandas
-2.2 – 3.1; cuDF 26.10.
+2.2 – 3.1; cuDF 26.10; dask-gateway 2026.3.
 """
 
 from __future__ import annotations
@@ -577,3 +577,32 @@ def column_slice(column: Any, start: int, stop: int) -> Any:
 
 def column_fillna(column: Any, value: Any) -> Any:
     return column.fillna(value)  # ColumnBase.fillna: a copy with nulls replaced by value
+
+
+# -- dask-gateway ----------------------------------------------------------------------------------
+
+
+def close_gateway(gateway: Any) -> None:
+    """Close dask-gateway's client once: its ``close`` stops its event loop, and the
+    ``__del__`` that closes it again then raises (an "Exception ignored" on every client made).
+    Marking it asynchronous (``Gateway._asynchronous``, private; dask-gateway 2024.1 – 2026.3)
+    makes that ``__del__`` skip the second close."""
+    try:
+        gateway.close()
+    finally:
+        gateway._asynchronous = True
+
+
+def close_gateway_cluster(cluster: Any, shutdown: bool) -> None:
+    """Shut a dask-gateway cluster down (``shutdown``) or only close this client's hold on it,
+    then let its own client (``GatewayCluster.gateway``, public) go as :func:`close_gateway`
+    does: closing the cluster closes that client, and its ``__del__`` would close it again."""
+    try:
+        if shutdown:
+            cluster.shutdown()
+        else:
+            cluster.close()
+    finally:
+        inner = getattr(cluster, "gateway", None)
+        if inner is not None:
+            inner._asynchronous = True

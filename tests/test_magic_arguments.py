@@ -38,7 +38,11 @@ from gpudask_jupyter.cluster import session
         ("start --timeout soon", "not a duration", "usage: %gpu_cluster start"),
         ("scale many", "expected a number of workers, got 'many'", "usage: %gpu_cluster scale"),
         ("scale -1", "must be 0 or more", "usage: %gpu_cluster scale"),
-        ("scale", "the following arguments are required: n", "usage: %gpu_cluster scale"),
+        (
+            "scale",
+            "scale needs a number of workers (or --adapt MIN MAX)",
+            "usage: %gpu_cluster scale",
+        ),
         ("attach --timeout x tcp://a:1", "not a duration", "usage: %gpu_cluster attach"),
         ("status now", "unrecognized arguments: now", "usage: %gpu_cluster status"),
         ("start --memory-limit 1e400", "'1e400' is not a finite size", "usage: %gpu_cluster"),

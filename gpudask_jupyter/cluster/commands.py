@@ -13,8 +13,10 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
-from . import logs, operations, room, security
+from ..errors import ClusterError
+from . import gateway, logs, operations, room, security
 from .connect import check_answers
 from .join import Retirement
 from .options import (
@@ -170,12 +172,58 @@ def join(
     return operations.run("join", work, undo=_close), True
 
 
-def stop() -> tuple[ClusterSession | None, Retirement | None]:
-    """``%gpu_cluster stop``: (the session it stopped, the retirement of a joined one's workers)."""
+def start_gateway(
+    plan: gateway.GatewayPlan, replace: bool = False, warn: Warn = stderr
+) -> tuple[ClusterSession, bool]:
+    """``%gpu_cluster start --gateway`` (and ``attach --gateway NAME``, a ``plan`` with a
+    name): (the session, True), or the running one, kept (False)."""
+    asked = "attach" if plan.name else "start"
+    kept = keep_current(asked, replace, warn)
+    if kept is not None:
+        return kept, False
+
+    def work(operation: operations.Operation[ClusterSession]) -> ClusterSession:
+        made = gateway.reconnect(plan) if plan.name else gateway.start(plan)
+        try:
+            operation.check()
+            close_current()
+            operation.check()
+        except BaseException:
+            made.close(plan.timeout)
+            raise
+        return ClusterSession.from_gateway(made, plan.timeout)
+
+    return operations.run(asked, work, undo=_close), True
+
+
+def gateway_clusters(
+    address: str | None, auth: str | None, timeout: float
+) -> tuple[str, list[Any], gateway.Offered]:
+    """``%gpu_cluster gateway``: (the gateway's address, this user's clusters, its options)."""
+    where = gateway.address_of(address)
+    return where, gateway.listing(where, auth, timeout), gateway.options_of(where, auth, timeout)
+
+
+def adapt(minimum: int, maximum: int) -> None:
+    """``%gpu_cluster scale --adapt MIN MAX``."""
+    session = require_current()
+    operations.run("scale", lambda operation: session.adapt(minimum, maximum))
+
+
+def stop(keep: bool = False) -> tuple[ClusterSession | None, Retirement | None]:
+    """``%gpu_cluster stop``: (the session it stopped, the retirement of a joined one's workers);
+    ``keep``: a gateway cluster is left running."""
     session = current()
     if session is None:
         operations.wait_pending()
         return None, None
+    if keep:
+        if session.gateway is None:
+            raise ClusterError(
+                "stop --keep is for a cluster of dask-gateway, which runs without this kernel; "
+                "this one ends with %gpu_cluster stop"
+            )
+        session.gateway.keep = True
 
     def work(operation: operations.Operation[Retirement | None]) -> Retirement | None:
         if session.mode == "joined":

@@ -44,6 +44,7 @@ from .connect import (
     wait_for_count,
     workers_ahead,
 )
+from .gateway import GatewayCluster
 from .gpu_bindings import GpuBindings
 from .join import QUICK_RETIRE, JoinedWorkers, Retirement, worker_name
 from .options import (
@@ -88,6 +89,7 @@ class ClusterSession:
         self.tls_files = tls_files
         self.access = access  # None for an attached cluster: who reaches it was decided there
         self.joined: JoinedWorkers | None = None  # the workers this kernel lent (join)
+        self.gateway: GatewayCluster | None = None  # a cluster of dask-gateway
         self.room: room.Held | None = None  # its place on a shared machine
         self.kernel_id = kernel_id()
         self.gpu_bindings = GpuBindings()
@@ -154,6 +156,30 @@ class ClusterSession:
         return session
 
     @classmethod
+    def from_gateway(cls, made: GatewayCluster, timeout: float) -> ClusterSession:
+        """The kernel's session of a dask-gateway cluster (started here or reconnected to):
+        its client made the default, its TLS credentials in the registry's owner-only folder
+        for the sidebar. The cluster is shut down again if this fails (unless only reconnected
+        to)."""
+        from . import gateway
+
+        prune_registry()
+        try:
+            client = made.cluster.get_client(set_as_default=True)
+            tls = registry.write_tls(kernel_id(), gateway.security_files(made.cluster))
+            if made.asked:
+                wait_for_count(lambda: len(client.scheduler_info()["workers"]), made.asked, timeout)
+        except BaseException:
+            registry.remove_tls(kernel_id())
+            made.close(timeout)
+            raise
+        session = cls(client, None, [], tls_files=tls)
+        session.gateway = made
+        session._register()
+        _set_current(session)
+        return session
+
+    @classmethod
     def join(cls, plan: JoinPlan) -> ClusterSession:
         """Lend this machine's GPUs (else CPU workers) to the scheduler of ``plan`` (see
         :func:`plan_join`): connect, then start one worker per GPU there. Nothing is left
@@ -206,7 +232,9 @@ class ClusterSession:
 
     @property
     def mode(self) -> str:
-        """ "gpu", "cpu" (a local fallback cluster), "attached" or "joined"."""
+        """ "gpu", "cpu" (a local fallback cluster), "attached", "joined" or "gateway"."""
+        if self.gateway is not None:
+            return "gateway"
         if self.joined is not None:
             return "joined"
         if self.cluster is None:
@@ -219,6 +247,8 @@ class ClusterSession:
 
     @property
     def dashboard_link(self) -> str | None:
+        if self._dashboard is None and self.gateway is not None:
+            self._dashboard = self.gateway.dashboard_link or ""
         if self._dashboard is None:
             target = self.cluster if self.cluster is not None else self.client
             self._dashboard = dashboard_link(target) or ""
@@ -241,7 +271,13 @@ class ClusterSession:
             if status in {"closed", "closing"}
             else "the scheduler does not answer (it stopped, or the connection broke)"
         )
-        if self.cluster is not None:
+        if self.gateway is not None:
+            state = "reachable"
+            after = (
+                f"asks dask-gateway at {self.gateway.address} to shut it down and forgets it; "
+                "then start"
+            )
+        elif self.cluster is not None:
             state, after = "usable", "ends what is left of it (workers included); then start it"
         elif self.joined is not None:
             state, after = "reachable", "ends this kernel's workers and forgets it; then join"
@@ -292,6 +328,13 @@ class ClusterSession:
     # -- management -----------------------------------------------------------------------------
 
     def scale(self, n: int) -> None:
+        if self.gateway is not None:
+            if not self.alive:
+                raise ClusterError(self.gone())
+            timeout = float(config.get("startup-timeout"))
+            self.gateway.scale(n, timeout)
+            wait_for_count(lambda: len(self.workers()), n, timeout)
+            return
         if self.cluster is None:
             instead = (
                 "%gpu_cluster leave, then join again with --n-workers N"
@@ -319,6 +362,17 @@ class ClusterSession:
             wait_for_count(lambda: len(self.workers()), n, float(config.get("startup-timeout")))
         self.pids.note(self.cluster)
         self.note_room()
+
+    def adapt(self, minimum: int, maximum: int) -> None:
+        """Let dask-gateway scale the cluster between ``minimum`` and ``maximum`` workers."""
+        if self.gateway is None:
+            raise ClusterError(
+                "Adaptive scaling is offered for clusters of dask-gateway (start --gateway); "
+                "this kernel's cluster takes %gpu_cluster scale N."
+            )
+        if minimum > maximum:
+            raise ClusterError(f"scale --adapt {minimum} {maximum}: MIN is above MAX")
+        self.gateway.adapt(minimum, maximum, float(config.get("startup-timeout")))
 
     def restart(self) -> None:
         """Restart the workers (frees their host and GPU memory), keeping the cluster: only
@@ -371,6 +425,8 @@ class ClusterSession:
             if lifecycle.ending():  # no task's end is awaited: nothing will use the cluster
                 self.pids.end_leftovers(ENDING_GRACE, "the kernel is going away")
         close_quietly(self.client, 10)
+        if self.gateway is not None:
+            self.gateway.close(float(config.get("startup-timeout")))
         if self.cluster is not None:
             close_quietly(self.cluster, 30)
             self.pids.end_leftovers()

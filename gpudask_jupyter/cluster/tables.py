@@ -33,6 +33,7 @@ _MODE_TITLES = {
     "cpu": "CPU cluster (no GPU)",
     "attached": "Attached cluster",
     "joined": "Joined cluster",
+    "gateway": "dask-gateway cluster",
 }
 
 
@@ -48,6 +49,11 @@ def summary_table(session: ClusterSession) -> Table:
         ours = sum(session.joined.owns(address) for address in workers) if session.joined else 0
         title = (
             f"Joined {session.address}: {ours} worker{'s' * (ours != 1)} of this kernel, {n} in all"
+        )
+    elif session.gateway is not None:
+        title = (
+            f"dask-gateway cluster {session.gateway.name} at {session.gateway.address}: "
+            f"{n} worker{'s' * (n != 1)}"
         )
     else:
         title = f"Attached to {session.address}: {n} worker{'s' * (n != 1)}"
@@ -81,6 +87,11 @@ def reach(session: ClusterSession) -> str:
     a cluster it joined, for the summary."""
     if session.access is not None:
         return session.access.reach(session.dashboard_link)
+    if session.gateway is not None:
+        return (
+            "connected with TLS credentials dask-gateway made for this cluster alone and handed "
+            "to you; who else may use it is the gateway's to decide (by default, nobody else)"
+        )
     how = "TLS, with the files given" if session.tls_files else "plain TCP"
     line = f"connected with {how}; who else can reach it was decided where it was started"
     if session.joined is None:

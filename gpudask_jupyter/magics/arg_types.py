@@ -108,3 +108,11 @@ def variable_name(text: str) -> str:
 
 def gpu_number(text: str) -> int:
     return _whole_number(text, "a GPU number", 0)
+
+
+def name_value(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` (a gateway's cluster option)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return name.strip(), value.strip()

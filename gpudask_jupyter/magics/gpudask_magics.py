@@ -191,6 +191,13 @@ class GpuDaskMagics(Magics):
         def starting() -> None:
             print("Starting the Dask cluster…", flush=True)
 
+        if args.gateway is not None:
+            plan = parsers.gateway_plan(args)
+            print(f"Asking dask-gateway at {plan.address} for a cluster…", flush=True)
+            session, new = commands.start_gateway(plan, args.replace, warn=_warn)
+            return self._summarise(session) if new else session.client
+        if args.option or args.auth:
+            raise UsageError("--option and --auth are for a cluster of dask-gateway: add --gateway")
         opts = parsers.start_options(args)
         session, new = commands.start(opts, args.replace, warn=_warn, starting=starting)
         return self._summarise(session) if new else session.client
@@ -199,6 +206,11 @@ class GpuDaskMagics(Magics):
     def _attach(self, args: argparse.Namespace) -> Any:
         from ..cluster import commands
 
+        if args.gateway is not None:
+            if args.address or args.scheduler_file:
+                raise UsageError("attach --gateway NAME takes no scheduler address: the gateway's")
+            session, new = commands.start_gateway(parsers.gateway_plan(args), args.replace, _warn)
+            return self._summarise(session) if new else session.client
         tls = (args.tls_ca_file, args.tls_cert, args.tls_key)
         session, new = commands.attach(
             args.address, args.scheduler_file, args.replace, args.timeout, tls, warn=_warn
@@ -267,6 +279,20 @@ class GpuDaskMagics(Magics):
     def _scale(self, args: argparse.Namespace) -> None:
         from ..cluster import commands
 
+        if args.adapt is not None:
+            if args.n is not None:
+                raise UsageError("scale N or scale --adapt MIN MAX, not both")
+            commands.adapt(*args.adapt)
+            print(
+                f"dask-gateway scales the cluster between {args.adapt[0]} and {args.adapt[1]} "
+                "workers as work comes."
+            )
+            return
+        if args.n is None:
+            raise UsageError(
+                f"scale needs a number of workers (or --adapt MIN MAX)\n"
+                f"{parsers.usage(parsers.parser_of(parsers.scale))}"
+            )
         lost = commands.scale(args.n)
         print(f"{args.n} worker{'s' * (args.n != 1)} running.")
         if lost:
@@ -287,9 +313,19 @@ class GpuDaskMagics(Magics):
     def _stop(self, args: argparse.Namespace) -> None:
         from ..cluster import commands
 
-        session, retirement = commands.stop()
+        session, retirement = commands.stop(args.keep)
         if session is None:
             print("No cluster to stop.")
+        elif session.gateway is not None and session.gateway.keep:
+            print(
+                f"Disconnected; dask-gateway at {session.gateway.address} keeps the cluster "
+                f"{session.gateway.name} running (its idle timeout ends it if nobody comes back). "
+                f"Come back with %gpu_cluster attach --gateway {session.gateway.name}"
+            )
+        elif session.gateway is not None and not session.gateway.started:
+            print(f"Detached from {session.gateway.name}; dask-gateway keeps it running.")
+        elif session.gateway is not None:
+            print(f"Cluster {session.gateway.name} shut down by dask-gateway.")
         elif retirement is not None:
             print(retirement.describe(session.address), "This kernel is disconnected from it.")
         elif session.mode == "attached":
@@ -305,6 +341,25 @@ class GpuDaskMagics(Magics):
                 f"This kernel keeps its share of {gpus} while it holds GPU data of its own; "
                 "the share ends with the kernel (or restart it to give the share back now)."
             )
+
+    @_subcommand(parsers.gateway)
+    def _gateway(self, args: argparse.Namespace) -> None:
+        from ..cluster import commands
+        from ..text.table import Table
+
+        where, clusters, offered = commands.gateway_clusters(args.address, args.auth, args.timeout)
+        table = Table(f"Your clusters on dask-gateway at {where}", ["name", "status", "dashboard"])
+        for report in clusters:
+            status = str(getattr(report.status, "name", report.status)).lower()
+            table.add(report.name, status, getattr(report, "dashboard_link", None) or "–")
+        if not clusters:
+            table.notes.append("none running: %gpu_cluster start --gateway starts one")
+        else:
+            table.notes.append("come back to one with %gpu_cluster attach --gateway NAME")
+        table.notes.append(
+            f"cluster options it offers (start --option NAME=VALUE): {offered.describe()}"
+        )
+        _display(table)
 
     @_subcommand(parsers.panel)
     def _panel(self, args: argparse.Namespace) -> None:

@@ -99,13 +99,38 @@ def _range(option: str) -> str:
     action="store_true",
     help="stop the kernel's current cluster first instead of refusing to start a second",
 )
+@ma.argument(
+    "--gateway",
+    nargs="?",
+    const="",
+    metavar="ADDRESS",
+    help="a new cluster from dask-gateway instead: at ADDRESS, else where dask-gateway's "
+    "configuration says (DASK_GATEWAY__ADDRESS, as daskhub sets it); --n-workers and --gpus N "
+    "(GPU workers) scale it, --timeout bounds every call",
+)
+@ma.argument(
+    "--option",
+    action="append",
+    type=arg_types.name_value,
+    default=[],
+    metavar="NAME=VALUE",
+    help="with --gateway: one of the gateway's cluster options (%%gpu_cluster gateway lists them)",
+)
+@ma.argument(
+    "--auth",
+    choices=["basic", "kerberos", "jupyterhub"],
+    help="with --gateway: how to authenticate (default: the hub's under JupyterHub, else "
+    "dask-gateway's configuration)",
+)
 def start() -> None:
-    """Start a local Dask cluster with one worker per GPU (dask-cuda's LocalCUDACluster).
+    """Start a local Dask cluster with one worker per GPU (dask-cuda's LocalCUDACluster), or
+    with --gateway a cluster of a dask-gateway server.
 
     Returns the Client and makes it the default, so ``client = %gpu_cluster start`` works.
     Without a usable GPU a CPU LocalCluster starts instead, with a warning. The cluster speaks
     TLS with certificates made for it alone, so other local users cannot use it (--no-tls: plain
     TCP); on a machine that others use, it serves no dashboard unless --dashboard-address asks.
+    A gateway's cluster comes with its own TLS credentials, handed to this kernel alone.
     """
 
 
@@ -138,6 +163,53 @@ def start_options(args: argparse.Namespace) -> StartOptions:
     )
 
 
+#: what start --gateway leaves to the gateway (its own workers, its own TLS): refused with it
+_LOCAL_ONLY = {
+    "oversubscribe": "--oversubscribe",
+    "threads_per_worker": "--threads-per-worker",
+    "memory_limit": "--memory-limit (a gateway option sets it, e.g. --option worker_memory=8)",
+    "device_memory_limit": "--device-memory-limit",
+    "rmm_pool_size": "--rmm-pool-size",
+    "rmm_async": "--rmm-async",
+    "resources": "--resources",
+    "dashboard_address": "--dashboard-address",
+}
+
+
+def gateway_plan(args: argparse.Namespace) -> Any:
+    """What ``start --gateway`` (or ``attach --gateway NAME``) asks of the gateway; a
+    ``UsageError`` for what only a local cluster takes, or a ``--gpus`` that is not a count."""
+    from ..cluster import gateway
+    from ..config import get
+
+    asked_local = [flag for attr, flag in _LOCAL_ONLY.items() if getattr(args, attr, None)]
+    if asked_local:
+        raise UsageError(
+            f"with --gateway, the gateway sets up the workers: {asked_local[0]} is not taken; "
+            "its cluster options are (%gpu_cluster gateway lists them)"
+        )
+    gpus = getattr(args, "gpus", None)
+    count = None
+    if gpus is not None:
+        if len(gpus) != 1 or not isinstance(gpus[0], int) or gpus[0] < 1:
+            raise UsageError("with --gateway, --gpus is a number of GPU workers (e.g. --gpus 2)")
+        count = gpus[0]
+    timeout = args.timeout if args.timeout is not None else float(get("startup-timeout"))
+    if hasattr(args, "gateway_address"):  # attach --gateway NAME
+        address, name = args.gateway_address, args.gateway
+    else:
+        address, name = args.gateway or None, None
+    return gateway.GatewayPlan(
+        address=gateway.address_of(address),
+        auth=args.auth,
+        options=dict(getattr(args, "option", [])),
+        n_workers=getattr(args, "n_workers", None),
+        gpus=count,
+        timeout=timeout,
+        name=name,
+    )
+
+
 @ma.magic_arguments(name="gpu_cluster attach")
 @SCHEDULER
 @ma.argument(
@@ -149,8 +221,24 @@ def start_options(args: argparse.Namespace) -> StartOptions:
 )
 @TLS_FILES
 @ma.argument("--replace", action="store_true", help="leave the kernel's current cluster first")
+@ma.argument(
+    "--gateway",
+    metavar="NAME",
+    help="a running cluster of yours on dask-gateway, by name (%%gpu_cluster gateway lists them)",
+)
+@ma.argument(
+    "--gateway-address",
+    metavar="ADDRESS",
+    help="with --gateway: the gateway (default: dask-gateway's configuration)",
+)
+@ma.argument(
+    "--auth",
+    choices=["basic", "kerberos", "jupyterhub"],
+    help="with --gateway: how to authenticate (default: the hub's under JupyterHub)",
+)
 def attach() -> None:
-    """Connect to an existing Dask scheduler, e.g. a multi-node cluster of `dask cuda worker`s.
+    """Connect to an existing Dask scheduler, e.g. a multi-node cluster of `dask cuda worker`s,
+    or with --gateway NAME to a running cluster of yours on dask-gateway.
 
     Returns the Client and makes it the default. `stop` later only disconnects.
     """
@@ -224,10 +312,21 @@ def status() -> None:
 
 @ma.magic_arguments(name="gpu_cluster scale")
 @ma.argument(
-    "n", type=arg_types.n_workers, help="number of workers wanted (at most one per selected GPU)"
+    "n",
+    nargs="?",
+    type=arg_types.n_workers,
+    help="number of workers wanted (at most one per selected GPU)",
+)
+@ma.argument(
+    "--adapt",
+    nargs=2,
+    type=arg_types.n_workers,
+    metavar=("MIN", "MAX"),
+    help="a gateway cluster: let the gateway scale it between MIN and MAX workers as work comes",
 )
 def scale() -> None:
-    """Change the number of workers of a cluster this kernel started."""
+    """Change the number of workers of a cluster this kernel started (or its adaptive bounds,
+    on dask-gateway)."""
 
 
 @ma.magic_arguments(name="gpu_cluster restart")
@@ -236,9 +335,33 @@ def restart() -> None:
 
 
 @ma.magic_arguments(name="gpu_cluster stop")
+@ma.argument(
+    "--keep",
+    action="store_true",
+    help="a gateway cluster: disconnect and leave it running (attach --gateway NAME comes back)",
+)
 def stop() -> None:
-    """Close the cluster this kernel started (no worker process is left), detach from an
-    attached one (which keeps running), or leave a joined one (as `leave` does)."""
+    """Close the cluster this kernel started (no worker process is left; a gateway's is shut
+    down), detach from an attached one (which keeps running), or leave a joined one (as `leave`
+    does)."""
+
+
+@ma.magic_arguments(name="gpu_cluster gateway")
+@ma.argument("address", nargs="?", help="the gateway (default: dask-gateway's configuration)")
+@ma.argument(
+    "--auth",
+    choices=["basic", "kerberos", "jupyterhub"],
+    help="how to authenticate (default: the hub's under JupyterHub)",
+)
+@ma.argument(
+    "--timeout",
+    type=arg_types.seconds,
+    default=ATTACH_TIMEOUT,
+    metavar="SECONDS",
+    help=f"give up after this long (default {ATTACH_TIMEOUT:g}s)",
+)
+def gateway() -> None:
+    """Your clusters on dask-gateway, and the cluster options it offers (for start --option)."""
 
 
 @ma.magic_arguments(name="gpu_cluster panel")
@@ -296,6 +419,7 @@ SUBCOMMANDS: dict[str, Spec] = {
     "panel": panel,
     "room": room,
     "config": config,
+    "gateway": gateway,
 }
 
 # -- parsing ---------------------------------------------------------------------------------------
@@ -348,6 +472,8 @@ def gpu_cluster_doc() -> str:
         "    client = %gpu_cluster start",
         "    %gpu_cluster start --gpus 0,1 --rmm-pool-size 0.5",
         "    %gpu_cluster attach tcp://10.0.0.5:8786",
+        "    %gpu_cluster start --gateway --n-workers 2 --option worker_memory=8",
+        "    %gpu_cluster gateway",
         "    %gpu_cluster join tcp://10.0.0.5:8786 --gpus 0,1",
         "    %gpu_cluster leave",
         "    %gpu_cluster scale 1",

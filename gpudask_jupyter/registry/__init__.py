@@ -60,7 +60,7 @@ def runtime_dir() -> Path:
 class Entry:
     kernel_id: str
     pid: int
-    mode: str  # "gpu" or "cpu" (started by the kernel), "attached" or "joined"
+    mode: str  # "gpu" or "cpu" (started by the kernel), "attached", "joined" or "gateway"
     scheduler_address: str
     dashboard_link: str | None = None
     tls: dict[str, str] | None = None
@@ -77,6 +77,8 @@ class Entry:
         """A ``distributed.Security`` to connect to this entry's scheduler (None without TLS)."""
         if not self.tls:
             return None
+        if self.scheduler_address.startswith("gateway://"):
+            return _gateway_security(self.tls)
         from distributed import Security
 
         return Security(
@@ -85,6 +87,18 @@ class Entry:
             tls_client_key=self.tls["key_file"],
             require_encryption=True,
         )
+
+
+def _gateway_security(tls: dict[str, str]) -> Any:
+    """A dask-gateway cluster's own credentials (its certificate is its own authority), and
+    the ``gateway://`` comm dask-gateway registers as it is imported."""
+    from dask_gateway.client import GatewaySecurity
+
+    texts = {}
+    for role in ("cert_file", "key_file"):
+        data, _ = small_files.read_regular(tls[role], MAX_ENTRY_BYTES)
+        texts[role] = data.decode()
+    return GatewaySecurity(tls_key=texts["key_file"], tls_cert=texts["cert_file"])
 
 
 def entry_from_json(raw: object, file_name: str) -> Entry:

@@ -17,9 +17,9 @@ from typing import Any
 
 #: as the server's routes accept kernel ids
 KERNEL_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-ADDRESS = re.compile(r"(tcp|tls|ucx|ucxx|ws|wss|inproc)://[^\s]{1,1000}")
+ADDRESS = re.compile(r"(tcp|tls|ucx|ucxx|ws|wss|inproc|gateway)://[^\s]{1,1000}")
 LINK = re.compile(r"https?://[^\s]{1,2000}")
-MODES = frozenset({"gpu", "cpu", "attached", "joined"})
+MODES = frozenset({"gpu", "cpu", "attached", "joined", "gateway"})
 TLS_KEYS = frozenset({"ca_file", "cert_file", "key_file"})
 #: the largest pid Linux hands out (pid_max can be raised to 2**22)
 PID_MAX = 2**22

@@ -203,8 +203,9 @@ ClusterState = Literal["connecting", "running", "closed", "unreachable", "stoppe
 class ClusterInfo(TypedDict):
     state: ClusterState
     mode: str
-    """One of "gpu", "cpu", "attached" or "joined" (this kernel lent workers to a scheduler
-    elsewhere; its own are the workers marked ``ours``)."""
+    """One of "gpu", "cpu", "attached", "joined" (this kernel lent workers to a scheduler
+    elsewhere; its own are the workers marked ``ours``) or "gateway" (a cluster of
+    dask-gateway)."""
     address: str
     dashboard: str | None
     message: str

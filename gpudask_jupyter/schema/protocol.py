@@ -50,7 +50,7 @@ class ResultCluster(TypedDict):
     state: str
     """"running" or "closed"."""
     mode: str
-    """"gpu", "cpu", "attached" or "joined"."""
+    """"gpu", "cpu", "attached", "joined" or "gateway"."""
     address: str
     workers: int
     dashboard: str | None

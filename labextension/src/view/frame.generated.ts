@@ -184,8 +184,8 @@ export interface PrefixProgress {
 export interface ClusterInfo {
   state: ClusterState;
   /**
-   * One of "gpu", "cpu", "attached" or "joined" (this kernel lent workers to a scheduler elsewhere;
-   * its own are the workers marked `ours`).
+   * One of "gpu", "cpu", "attached", "joined" (this kernel lent workers to a scheduler elsewhere;
+   * its own are the workers marked `ours`) or "gateway" (a cluster of dask-gateway).
    */
   mode: string;
   address: string;

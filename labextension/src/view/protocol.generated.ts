@@ -42,7 +42,7 @@ export type KernelMessage = FrameMessage | ControlStartedMessage | ControlResult
 export interface ResultCluster {
   /** "running" or "closed". */
   state: string;
-  /** "gpu", "cpu", "attached" or "joined". */
+  /** "gpu", "cpu", "attached", "joined" or "gateway". */
   mode: string;
   address: string;
   workers: number;
