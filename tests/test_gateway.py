@@ -264,3 +264,35 @@ def test_a_gpu_worker_finds_every_gpu_held(tmp_path: Path, monkeypatch: pytest.M
     os.close(first[1])  # a worker ends: its GPU is free again
     again = gateway_worker.take_gpu(tmp_path)
     assert again is not None and again[0] == first[0]
+
+
+def test_the_sidebars_monitor_reaches_the_gateway_cluster_with_its_own_credentials(
+    shell: Any, hub_env: GatewayServer
+) -> None:
+    """The server side reads the kernel's registry entry (gateway:// address, the cluster's
+    credentials in the owner-only folder) and follows the cluster's workers."""
+    from gpudask_jupyter.monitor import Monitor
+    from gpudask_jupyter.registry.kernel_id import kernel_id
+    from gpudask_jupyter.server.registry_monitor import RegistrySources
+
+    client = shell.run_line_magic("gpu_cluster", "start --gateway --n-workers 2")
+    monitor = Monitor(RegistrySources())
+    try:
+        deadline = 60.0
+        import time
+
+        end = time.monotonic() + deadline
+        while True:
+            monitor.tick()
+            frame, _ = monitor.frame(kernel_id())
+            if frame["cluster"] and frame["cluster"]["state"] == "running" and frame["workers"]:
+                break
+            assert time.monotonic() < end, frame["cluster"]
+            time.sleep(0.2)
+    finally:
+        monitor.stop()
+    assert frame["cluster"]["mode"] == "gateway"
+    assert sorted(w["address"] for w in frame["workers"]) == sorted(
+        client.scheduler_info()["workers"]
+    )
+    shell.run_line_magic("gpu_cluster", "stop")
