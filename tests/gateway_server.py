@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support import free_port
+from support import end_server, free_port
 
 CONFIG = """
 import sys
@@ -92,14 +92,7 @@ class GatewayServer:
             return [c.name for c in gateway.list_clusters()]
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()  # the gateway stops its clusters as it goes
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
+        end_server(self.process, self.log)  # a gateway stops its clusters as it goes
 
 
 @contextmanager

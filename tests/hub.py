@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import free_port
+from support import end_server, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PROXY = ROOT / "labextension" / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -155,14 +155,7 @@ class Hub:
         self.wait(lambda: not self.server(user), f"{user}'s server to stop")
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
+        end_server(self.process, self.log)
 
 
 @contextmanager

@@ -261,3 +261,15 @@ def undertaker_of(kernel_pid: int) -> psutil.Process:
         if "gpudask_jupyter.lifecycle.burial" in " ".join(p.cmdline())
     ]
     return found
+
+
+def end_server(process: subprocess.Popen[bytes], log: Any) -> None:
+    """End a server a test started (SIGTERM, then SIGKILL after a minute) and close its log."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    log.close()

@@ -20,6 +20,7 @@ from ..cluster.options import ATTACH_TIMEOUT, LEAVE_TIMEOUT, StartOptions
 from ..config import OPTIONS
 from . import arg_types
 from .shared_arguments import (
+    GATEWAY_AUTH,
     GPUS,
     N_WORKERS,
     RESOURCES,
@@ -116,12 +117,7 @@ def _range(option: str) -> str:
     metavar="NAME=VALUE",
     help="with --gateway: one of the gateway's cluster options (%%gpu_cluster gateway lists them)",
 )
-@ma.argument(
-    "--auth",
-    choices=["basic", "kerberos", "jupyterhub"],
-    help="with --gateway: how to authenticate (default: the hub's under JupyterHub, else "
-    "dask-gateway's configuration)",
-)
+@GATEWAY_AUTH
 def start() -> None:
     """Start a local Dask cluster with one worker per GPU (dask-cuda's LocalCUDACluster), or
     with --gateway a cluster of a dask-gateway server.
@@ -231,11 +227,7 @@ def gateway_plan(args: argparse.Namespace) -> Any:
     metavar="ADDRESS",
     help="with --gateway: the gateway (default: dask-gateway's configuration)",
 )
-@ma.argument(
-    "--auth",
-    choices=["basic", "kerberos", "jupyterhub"],
-    help="with --gateway: how to authenticate (default: the hub's under JupyterHub)",
-)
+@GATEWAY_AUTH
 def attach() -> None:
     """Connect to an existing Dask scheduler, e.g. a multi-node cluster of `dask cuda worker`s,
     or with --gateway NAME to a running cluster of yours on dask-gateway.
@@ -348,11 +340,7 @@ def stop() -> None:
 
 @ma.magic_arguments(name="gpu_cluster gateway")
 @ma.argument("address", nargs="?", help="the gateway (default: dask-gateway's configuration)")
-@ma.argument(
-    "--auth",
-    choices=["basic", "kerberos", "jupyterhub"],
-    help="how to authenticate (default: the hub's under JupyterHub)",
-)
+@GATEWAY_AUTH
 @ma.argument(
     "--timeout",
     type=arg_types.seconds,

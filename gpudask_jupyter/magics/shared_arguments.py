@@ -92,3 +92,10 @@ SCHEDULER = arguments(
         "--scheduler-file", metavar="FILE", help="scheduler file written by dask scheduler"
     ),
 )
+#: how ``start --gateway``, ``attach --gateway`` and ``gateway`` authenticate to dask-gateway
+GATEWAY_AUTH = ma.argument(
+    "--auth",
+    choices=["basic", "kerberos", "jupyterhub"],
+    help="with a gateway: how to authenticate (default: the hub's under JupyterHub, else "
+    "dask-gateway's configuration)",
+)
