@@ -13,6 +13,9 @@ Checked on: distributed 2024.8 – 2026.8; dask 2024.8 – 2026.8; dask-cuda 25.
 2.2 – 3.1; cuDF 26.10; dask-gateway 2026.3.
 """
 
+# size: one concern, the private calls into the libraries, a section per library; whoever moves
+# to a new release of one reads its section top to bottom
+
 from __future__ import annotations
 
 import logging

@@ -402,14 +402,23 @@ def test_a_worker_killed_during_the_transfer_leaves_nothing(client) -> None:
 
 
 @pytest.fixture
-def stalled(client, monkeypatch) -> Iterator[str]:
-    """A worker paused until the test ends: a transfer to it waits for it to read its segments,
-    so an interrupt sent once the segments exist lands while the transfer runs."""
-    monkeypatch.setattr(cluster_view, "PAUSE_GRACE", 600.0)
-    victim = sorted(client.scheduler_info()["workers"])[0]
-    client.run(_pause, paused=True, workers=[victim])
-    yield victim
-    client.run(_pause, paused=False, workers=[victim])
+def gate(monkeypatch) -> Iterator[threading.Event]:
+    """The transfer stops after its first partition has arrived and waits there (as a slow
+    network would) until it is interrupted: an event says it got there."""
+    real = cluster_view.completed
+    reached = threading.Event()
+
+    def completed(*args: Any, **kwargs: Any) -> Any:
+        for future in real(*args, **kwargs):
+            yield future
+            reached.set()
+            while True:  # short waits: the interrupt is handled between two of them
+                time.sleep(0.05)
+
+    monkeypatch.setattr(cluster_view, "completed", completed)
+    for module in ("spread", "gathering"):
+        monkeypatch.setattr(f"gpudask_jupyter.convert.distribute.{module}.completed", completed)
+    return reached
 
 
 class _SwallowsCtrlC:
@@ -436,10 +445,11 @@ def _interrupt_when(event: threading.Event) -> None:
 
 
 @pytest.mark.parametrize("attempt", range(3))
-def test_ctrl_c_during_the_transfer_leaves_nothing(client, stalled, attempt) -> None:
-    ns, started = _slow_transfer(client)
+def test_ctrl_c_during_the_transfer_leaves_nothing(client, gate, attempt) -> None:
+    config.set_override("distribute-shm-limit", "128KiB")  # many rounds, each its own segments
+    ns = {"df": _frame(400_000)}
     original = ns["df"]
-    _interrupt_when(started)
+    _interrupt_when(gate)
     with pytest.raises(KeyboardInterrupt):
         distribute_names(ns, ["df"], client=client)
     assert ns["df"] is original

@@ -350,8 +350,11 @@ def test_plain_cupy_in_a_cell_places_and_caps_the_kernel(
     out = run(
         kc,
         "%load_ext gpudask_jupyter\n"
-        "import cupy\n"
+        "import importlib.util\n"
         "from gpudask_jupyter.cluster.room import caps, holder\n"
+        "assert importlib.util.find_spec('cupy') is not None\n"
+        "print('LOOKED', holder.current())\n"  # a look at what is installed places nothing
+        "import cupy\n"
         "lease = holder.current()\n"
         "print('SEEN', cupy.SEEN['visible'])\n"
         "print('LEASE', lease.gpus[0].uuid, lease.gpus[0].share)\n"
@@ -360,6 +363,7 @@ def test_plain_cupy_in_a_cell_places_and_caps_the_kernel(
     )
     assert out["status"] == "ok", out["output"]
     said = {line.split()[0]: line.split()[1:] for line in out["output"].splitlines() if line}
+    assert said["LOOKED"] == ["None"]
     assert said["SEEN"] == [said["LEASE"][0]]  # pinned before the library ran
     assert said["LIMIT"][0] == said["LIMIT"][1]  # and capped once it had
     assert len(sorted(room_env.glob(f"*/*{leases.SUFFIX}"))) == 1

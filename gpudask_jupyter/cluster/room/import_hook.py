@@ -29,10 +29,11 @@ WATCHED = frozenset({"cupy", "cudf", "rmm"})
 
 
 class _Loader(importlib.abc.Loader):
-    """The library's own loader, then the cap."""
+    """The library's own loader, between the kernel's placement and its cap."""
 
-    def __init__(self, loader: Any, after: Callable[[], None]) -> None:
+    def __init__(self, loader: Any, before: Callable[[], None], after: Callable[[], None]) -> None:
         self._loader = loader
+        self._before = before
         self._after = after
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
@@ -40,6 +41,7 @@ class _Loader(importlib.abc.Loader):
         return made
 
     def exec_module(self, module: ModuleType) -> None:
+        self._before()
         self._loader.exec_module(module)
         self._after()
 
@@ -58,23 +60,25 @@ class GpuImportFinder(importlib.abc.MetaPathFinder):
     def find_spec(
         self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
+        """The library's own spec, its loader wrapped: a mere look (``importlib.util.find_spec``
+        asks whether a library is installed) places nothing; its import does."""
         if name not in WATCHED or getattr(self._busy, "now", False):
             return None
         self._busy.now = True
         try:
             spec = importlib.machinery.PathFinder.find_spec(name, path)
-            if spec is None or spec.loader is None:
-                return None
-            if not self.placed:
-                self._place()
         finally:
             self._busy.now = False
-        spec.loader = _Loader(spec.loader, self._cap)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _Loader(spec.loader, self._place, self._cap)
         return spec
 
     def _place(self) -> None:
         from ...errors import ClusterError
 
+        if self.placed:
+            return
         try:
             self._before()
         except ClusterError as err:
