@@ -53,6 +53,19 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("hypothesis_seed", None) is None:
         seed = os.environ.get("GPUDASK_HYPOTHESIS_SEED") or str(random.randrange(2**32))
         config.option.hypothesis_seed = seed
+    _ctrl_c_as_in_a_terminal()
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """Ctrl-C raises ``KeyboardInterrupt`` in this process, as in a terminal or a kernel. A
+    shell starts a background command (``./scripts/test.sh &`` in a script, ``nohup``) with
+    SIGINT ignored, Python keeps an ignored SIGINT ignored, and every test that presses Ctrl-C
+    (``_thread.interrupt_main``) would then press nothing: it waited for ever, or reported a
+    product fault that was not there."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

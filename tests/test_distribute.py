@@ -412,8 +412,10 @@ def gate(monkeypatch) -> Iterator[threading.Event]:
         for future in real(*args, **kwargs):
             yield future
             reached.set()
-            while True:  # short waits: the interrupt is handled between two of them
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:  # the interrupt lands between two short waits
                 time.sleep(0.05)
+            raise AssertionError("the transfer waited 120 s and no interrupt came")
 
     monkeypatch.setattr(cluster_view, "completed", completed)
     for module in ("spread", "gathering"):
