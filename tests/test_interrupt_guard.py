@@ -135,3 +135,34 @@ def test_a_transaction_interrupted_in_its_last_move_rebinds_nothing() -> None:
     with pytest.raises(KeyboardInterrupt):
         transact(namespace, ["a"], move, lambda n, o, e: ConversionError(n, str(e)))
     assert namespace == {"a": 1}
+
+
+def test_ctrl_c_while_a_commands_thread_starts_is_undone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C that lands inside ``Thread.start`` of a command's work (a room fault test saw
+    it at the first moment of a start): the work runs on, so its result must be undone. Without
+    the guard's ``held`` the interrupt left start() before anyone waited for the work: the
+    start placed a lease and made a cluster after its cell had failed, and nobody undid them."""
+    from gpudask_jupyter.cluster import operations
+
+    real_start = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        real_start(self)
+        if self.name == "gpudask-probe":
+            signal.raise_signal(signal.SIGINT)  # handled in here, before start() returns
+            for _ in range(1000):
+                pass
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    go_on = threading.Event()
+    undone = threading.Event()
+
+    def work(operation: Any) -> str:
+        go_on.wait(30)
+        return "a cluster"
+
+    with pytest.raises(KeyboardInterrupt):
+        operations.run("probe", work, undo=lambda made: undone.set())
+    go_on.set()
+    assert undone.wait(30), "the work finished after Ctrl-C and was never undone"
+    operations.wait_pending()

@@ -79,9 +79,13 @@ def run(
             operation.done.set()
 
     thread = threading.Thread(target=body, name=f"gpudask-{what}", daemon=True)
-    thread.start()
     try:
         with interrupts.InterruptGuard() as guard:
+            # a Ctrl-C that landed inside start() left the work running with no undo waiting
+            # for it: it placed a lease and started a cluster after the cell had failed
+            with guard.held():
+                thread.start()
+            guard.checkpoint()
             while not operation.done.wait(_POLL):
                 guard.checkpoint()
             guard.checkpoint()

@@ -12,9 +12,11 @@ steps and before it commits: an interrupt recorded but never seen raised is rais
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
+from collections.abc import Iterator
 from contextvars import ContextVar
 from types import FrameType, TracebackType
 from typing import Any
@@ -34,10 +36,23 @@ class InterruptGuard:
         self._previous: Any = None
         self._installed = False
         self._token: Any = None
+        self._holding = False
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.pressed = True
-        self._previous(signum, frame)
+        if not self._holding:
+            self._previous(signum, frame)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """A step Ctrl-C must not cut in two (a thread being started: cut, the thread runs on
+        with nobody to undo what it does): an interrupt meanwhile is only recorded, and the
+        next :meth:`checkpoint` raises it."""
+        holding, self._holding = self._holding, True
+        try:
+            yield
+        finally:
+            self._holding = holding
 
     def __enter__(self) -> InterruptGuard:
         outer = _active.get()

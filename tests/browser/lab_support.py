@@ -62,17 +62,51 @@ class Lab:
             opener.open(request).close()
 
 
-def write_notebook_04(path: Path, sizes: str = SIZES_04) -> None:
-    """Notebook 04 written to ``path``, with ``sizes`` appended to its parameters cell."""
+def write_notebook_04(path: Path, sizes: str = SIZES_04, gate: Path | None = None) -> None:
+    """Notebook 04 written to ``path``, with ``sizes`` appended to its parameters cell; with a
+    ``gate``, a cell before its last (the stop) waits until that file exists (at most 120 s), so
+    that a test sees the notebook mid-run however fast the pipeline ran."""
     nb = json.loads(NOTEBOOK_04.read_text())
     (parameters,) = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])]
     parameters["source"] = "".join(parameters["source"]) + "\n" + sizes
+    if gate is not None:
+        wait = (
+            "import pathlib, time\n"
+            "_until = time.monotonic() + 120\n"
+            f"while not pathlib.Path({str(gate)!r}).exists() and time.monotonic() < _until:\n"
+            "    time.sleep(0.05)"
+        )
+        last = max(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code")
+        cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+        nb["cells"].insert(last, cell | {"source": wait})
     path.write_text(json.dumps(nb))
 
 
 def shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+
+
+def measured(name: str, value: object) -> None:
+    """Keep a value a browser test measured in ``test-artifacts/measurements.json`` (name ->
+    value), beside the screenshots: what the view showed, for a reader of the test run."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / "measurements.json"
+    values = json.loads(path.read_text()) if path.exists() else {}
+    values[name] = value
+    path.write_text(json.dumps(values, indent=1, sort_keys=True))
+
+
+def smallest_colour_difference(colours: list[str]) -> float:
+    """The smallest CIEDE2000 difference between two of ``colours`` (CSS colours)."""
+    import itertools
+
+    from coloraide import Color
+
+    return min(
+        float(Color(a).delta_e(Color(b), method="2000"))
+        for a, b in itertools.combinations(colours, 2)
+    )
 
 
 def kernel_idle(lab: Lab) -> bool:
