@@ -24,6 +24,8 @@ def test_attach_by_address_then_stop_only_detaches(
     assert default_client() is client
     assert f"Attached to {dask_processes.address}: 2 workers" in out
     assert "remote-0" in out and "remote-1" in out
+    # CPU workers: the GPU columns' dashes are said to mean that, as a CPU cluster's are
+    assert "GPU columns: no worker reports a GPU" in out, out
     assert client.submit(lambda x: x * 2, 21).result() == 42
     shell.run_line_magic("gpu_cluster", "status")
     assert "Attached cluster at" in capsys.readouterr().out

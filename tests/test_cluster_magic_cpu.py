@@ -41,6 +41,10 @@ def test_start_falls_back_to_cpu_with_warning_and_returns_default_client(shell, 
     assert default_client() is client
     assert "no usable GPU" in out.err and "--require-gpu" in out.err
     assert "CPU Dask cluster (no GPU): 2 workers" in out.out
+    # the reason once, in the summary's last line, not again in the warning
+    reason = [line for line in out.out.splitlines() if line.startswith("no GPU: ")]
+    assert len(reason) == 1, out.out
+    assert reason[0].removeprefix("no GPU: ") not in out.err
     assert "dashboard: http://127.0.0.1:" in out.out
     assert len(client.scheduler_info()["workers"]) == 2
     assert client.submit(sum, [1, 2, 3]).result() == 6
@@ -98,7 +102,7 @@ def test_status_scale_restart(shell, capsys) -> None:
     shell.run_line_magic("gpu_cluster", "")
     status = capsys.readouterr().out
     assert "CPU cluster (no GPU) at tls://127.0.0.1:" in status
-    assert "tasks running / ready / held" in status
+    assert "tasks running / ready / results held" in status
     shell.run_line_magic("gpu_cluster", "scale 1")
     assert len(client.scheduler_info()["workers"]) == 1
     shell.run_line_magic("gpu_cluster", "scale 2")

@@ -3,9 +3,8 @@ a colour library (coloraide): WCAG contrast and CIEDE2000 colour differences."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
-import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,28 +14,32 @@ from gpudask_jupyter.schema import frame
 coloraide = pytest.importorskip("coloraide")
 Color = coloraide.Color
 
-#: colour differences (CIEDE2000) a reader tells apart at a glance, and far apart
-APART = 15.0
+_spec = importlib.util.spec_from_file_location(
+    "palette_script", Path(__file__).resolve().parents[1] / "scripts" / "palette.py"
+)
+assert _spec is not None and _spec.loader is not None
+palette_script = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(palette_script)
+
+BACKGROUNDS = {theme: palette_script.theme_background(theme) for theme in ("light", "dark")}
+#: colour differences (CIEDE2000) a reader tells apart side by side, and at a glance
+APART = 14.0
 FAR = 20.0
-
-
-def _theme_background(theme: str) -> str:
-    """``--jp-layout-color1`` (the panel's background) of an installed JupyterLab theme."""
-    css = (
-        Path(sys.prefix) / "share/jupyter/lab/themes/@jupyterlab" / f"theme-{theme}-extension"
-    ) / "index.css"
-    text = css.read_text()
-    # "white", or "var(--md-grey-900,#212121)": the colour, or a variable's fallback colour
-    match = re.search(r"--jp-layout-color1:\s*(?:var\([^,]+,\s*)?([#a-zA-Z0-9]+)", text)
-    assert match, f"no --jp-layout-color1 in {css}"
-    return match.group(1)
-
-
-BACKGROUNDS = {theme: _theme_background(theme) for theme in ("light", "dark")}
+#: notebook 04's pipeline: the prefixes one workshop computation shows at once
+PIPELINE = 17
 
 
 def _delta(a: str, b: str) -> float:
     return float(Color(a).delta_e(Color(b), method="2000"))
+
+
+def _smallest(colors: list[str]) -> float:
+    return min(_delta(a, b) for a, b in itertools.combinations(colors, 2))
+
+
+def test_the_palette_is_the_scripts() -> None:
+    fixed = [*frame.ACTION_COLORS.values(), frame.ERROR_COLOR]
+    assert palette_script.make_palette(fixed) == frame.PALETTE
 
 
 @pytest.mark.parametrize("theme", sorted(BACKGROUNDS))
@@ -47,22 +50,28 @@ def test_every_colour_stands_out_from_the_background(theme: str) -> None:
         assert ratio >= 3.0, f"{color} on {theme} {background}: {ratio:.2f}:1"
 
 
-def test_the_colours_are_told_apart_and_neighbours_far_apart() -> None:
-    assert len(set(frame.PALETTE)) == len(frame.PALETTE) >= 10
-    for a, b in itertools.combinations(frame.PALETTE, 2):
-        assert _delta(a, b) >= APART, (a, b)
-    n = len(frame.PALETTE)
-    for i in range(n):  # the prefixes that appear one after the other, cycling
-        for step in (1, 2, 3):
-            a, b = frame.PALETTE[i], frame.PALETTE[(i + step) % n]
-            assert _delta(a, b) >= FAR, (a, b)
+def test_a_pipelines_prefixes_are_told_apart() -> None:
+    """Twelve colours cycled gave 17 prefixes five pairs of one colour; now every pair differs."""
+    assert len(set(frame.PALETTE)) == len(frame.PALETTE) >= 20
+    assert _smallest(frame.PALETTE) >= APART
+    assert _smallest(frame.PALETTE[:PIPELINE]) >= 15.0
+    # the first few prefixes of any computation are far apart
+    assert _smallest(frame.PALETTE[:6]) >= FAR
 
 
-def test_no_prefix_colour_looks_like_a_fixed_one() -> None:
+def test_the_first_colours_are_the_farthest() -> None:
+    """Each next colour is as far as it can be from those before: the smallest difference of
+    the first n never grows with n."""
+    smallest = [_smallest(frame.PALETTE[:n]) for n in range(2, len(frame.PALETTE) + 1)]
+    assert smallest == sorted(smallest, reverse=True)
+
+
+def test_no_prefix_colour_looks_like_a_fixed_one_or_grey() -> None:
     fixed = {*frame.ACTION_COLORS.values(), frame.ERROR_COLOR}
     for color in frame.PALETTE:
+        assert Color(color).convert("lch")["chroma"] >= palette_script.MIN_CHROMA, color
         for other in fixed:
-            assert _delta(color, other) >= APART, (color, other)
+            assert _delta(color, other) >= 15.0, (color, other)
 
 
 def test_dasks_own_colours_would_fail() -> None:

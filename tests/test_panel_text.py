@@ -37,9 +37,9 @@ def test_the_panel_magic_prints_a_snapshot_and_starts_nothing(shell, capsys) -> 
         assert show_panel(text=True) is None
         out = capsys.readouterr().out
         held = [
-            int(x.split("in memory ")[1].split(";")[0])
+            int(x.split("results held ")[1].split(";")[0])
             for x in out.splitlines()
-            if "in memory" in x
+            if "results held" in x
         ]
         if sum(held) == 6 or time.monotonic() > deadline:
             break

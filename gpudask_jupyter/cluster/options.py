@@ -177,9 +177,10 @@ def resolve_workers(
             )
         ignored = opts.gpu_only_flags()
         instead = "Joining CPU workers" if joining else "Starting a CPU-only Dask cluster"
+        # the reason once: the summary printed next ends with it ("no GPU: …")
         warn(
-            f"gpudask: no usable GPU ({reason}). {instead} instead; "
-            "%%to_gpu will leave data on the host. Pass --require-gpu to make this an error."
+            f"gpudask: no usable GPU. {instead} instead; %%to_gpu will leave data on the "
+            "host. Pass --require-gpu to make this an error."
             + (f" Ignored GPU-only options: {', '.join(ignored)}." if ignored else "")
         )
     _check_protocol(opts, devices)

@@ -15,6 +15,7 @@ from .. import compat
 from ..errors import ClusterError
 from ..machine import nvml
 from ..monitor import heartbeat, scheduler_probe
+from ..schema.frame import WORKER_COUNTS
 from ..text.table import Table
 from ..text.units import format_bytes
 
@@ -62,10 +63,12 @@ def summary_table(session: ClusterSession) -> Table:
     extra = ["resources"] if resources else []
     columns = ["worker", *_whose_column(session), "host", *gpu_columns, "threads"]
     table = Table(title, [*columns, "memory limit", *extra])
+    without_gpu = 0
     for address, identity in workers.items():
         gpu_cells: list[object] = []
         if gpu_columns:
             name, uuid, total = session.gpu_bindings.describe(address, identity)
+            without_gpu += not name
             gpu_cells = [
                 name or "–",
                 _short_uuid(uuid) if uuid else "–",
@@ -79,7 +82,19 @@ def summary_table(session: ClusterSession) -> Table:
             format_bytes(limit) if limit else "none",
             *([_resources(identity)] if resources else []),
         )
-    return _with_links_and_notes(table, session, f"scheduler: {session.address}", reach(session))
+    notes = [f"scheduler: {session.address}", reach(session)]
+    return _with_links_and_notes(table, session, *notes, *_gpu_dashes(without_gpu, len(workers)))
+
+
+def _gpu_dashes(without: int, workers: int) -> list[str]:
+    """What a GPU column of "–" means, where every worker has one: a local CPU cluster's
+    tables say why there is no GPU; an attached cluster's said nothing."""
+    if workers == 0 or without < workers:
+        return []
+    return [
+        "GPU columns: no worker reports a GPU (CPU workers, or workers that do not run "
+        "dask-cuda's GPU diagnostics)"
+    ]
 
 
 def reach(session: ClusterSession) -> str:
@@ -115,7 +130,7 @@ def status_table(session: ClusterSession) -> Table:
     columns = ["worker", *_whose_column(session), "host", *gpu_columns, "host memory", "threads"]
     table = Table(
         f"{_MODE_TITLES[session.mode]} at {session.address}: {n} worker{'s' * (n != 1)}",
-        [*columns, "tasks running / ready / held"],
+        [*columns, f"tasks {' / '.join(WORKER_COUNTS.values())}"],
     )
     for address, identity in workers.items():
         metrics = identity.get("metrics") or {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from typing import Any
 
 from .. import compat
@@ -47,6 +48,9 @@ def _run(action: str, n: int | None) -> ActionResult:
     refusal = _refusal(action, n)
     if refusal:
         return _result(False, action, refusal)
+    already = _already(action)
+    if already:
+        return _result(True, action, already)
     from IPython import get_ipython
 
     shell = get_ipython()
@@ -82,10 +86,17 @@ def _refusal(action: str, n: int | None) -> str:
                 "This kernel started its cluster, so there is nothing to detach from; "
                 "stop shuts it down."
             )
+    return ""
+
+
+def _already(action: str) -> str:
+    """What a Start finds when this kernel's cluster runs already: a second click of Start (or
+    a view whose frames lag one second behind) asks for what is there, which is no failure."""
+    session = cluster_session.current()
     if action == "start" and session is not None and session.alive:
         return (
             f"A cluster is already running in this kernel ({session.mode}, scheduler "
-            f"{session.address}); stop it first."
+            f"{session.address}): nothing to start."
         )
     return ""
 
@@ -181,4 +192,4 @@ def _worker_count(client: Any) -> int:
 
 
 def _result(ok: bool, action: str, text: str) -> ActionResult:
-    return ActionResult(ok=ok, action=action, text=text, cluster=_cluster_state())
+    return ActionResult(ok=ok, action=action, text=text, cluster=_cluster_state(), time=time.time())

@@ -65,6 +65,9 @@ class ActionResult(TypedDict):
     """A few lines of plain words: what was done, or why not."""
     cluster: ResultCluster | None
     """Empty (null) when the kernel has no cluster now."""
+    time: float
+    """When the action ended, seconds since the epoch on the kernel's clock: a view shows the
+    result's cluster until a frame sampled after this time says how it is."""
 
 
 class HelloMessage(TypedDict):

@@ -14,7 +14,7 @@ import time
 
 from ..monitor import Monitor
 from ..monitor.trackers import CALL_TIMEOUT
-from ..schema.frame import DeviceReading, Frame, WorkerInfo
+from ..schema.frame import WORKER_COUNTS, DeviceReading, Frame, WorkerInfo
 from ..text.units import format_bytes
 from .shared_monitor import KEY, kernel_sources, running_monitor
 
@@ -137,8 +137,9 @@ def _gpu_lines(frame: Frame) -> list[str]:
 def _worker_line(worker: WorkerInfo) -> str:
     memory = f"{format_bytes(worker['memory'])} / {format_bytes(worker['memory_limit'])}"
     line = (
-        f"  {worker['name']} ({worker['address']}): running {worker['executing']}, "
-        f"ready {worker['ready']}, in memory {worker['in_memory']}; host memory {memory}"
+        f"  {worker['name']} ({worker['address']}): "
+        + ", ".join(f"{word} {worker.get(key)}" for key, word in WORKER_COUNTS.items())
+        + f"; host memory {memory}"
     )
     gpu = worker["gpu"]
     if gpu is not None:

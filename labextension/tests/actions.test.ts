@@ -88,7 +88,8 @@ describe('an action from request to result', () => {
       ok: true,
       action: 'scale',
       text: 'Scaled to 3 workers.',
-      cluster: { state: 'running', mode: 'cpu', address: 'tcp://x:1', workers: 3, dashboard: null }
+      cluster: { state: 'running', mode: 'cpu', address: 'tcp://x:1', workers: 3, dashboard: null },
+      time: 100
     };
     expect(machine.finish(id, result)).toBe(true);
     expect(machine.phase).toMatchObject({ kind: 'done', action: 'scale', result });
@@ -107,7 +108,13 @@ describe('an action from request to result', () => {
 
   it('writes the result as structured text, errors in words', () => {
     expect(
-      resultLines('stop', { ok: true, action: 'stop', text: 'Stopped the cluster.', cluster: null })
+      resultLines('stop', {
+        ok: true,
+        action: 'stop',
+        text: 'Stopped the cluster.',
+        cluster: null,
+        time: 0
+      })
     ).toEqual(['Stop: done.', 'Stopped the cluster.', 'No cluster now.']);
     expect(
       resultLines('start', {
@@ -120,7 +127,8 @@ describe('an action from request to result', () => {
           address: 'tcp://a:1',
           workers: 1,
           dashboard: null
-        }
+        },
+        time: 0
       })
     ).toEqual(['Start: done.', 'Cluster: running (cpu), 1 worker, tcp://a:1']);
     expect(
@@ -128,18 +136,21 @@ describe('an action from request to result', () => {
         ok: false,
         action: 'scale',
         text: 'No GPU for 9 workers.',
-        cluster: null
+        cluster: null,
+        time: 0
       })
     ).toEqual(['Scale failed.', 'No GPU for 9 workers.']);
   });
 
   it('reads results from untrusted JSON', () => {
-    expect(parseResult({ ok: true, text: 'x', action: 'stop', cluster: null })).toEqual({
+    expect(parseResult({ ok: true, text: 'x', action: 'stop', cluster: null, time: 5 })).toEqual({
       ok: true,
       text: 'x',
       action: 'stop',
-      cluster: null
+      cluster: null,
+      time: 5
     });
+    expect(parseResult({ ok: true, text: 'x', time: 'soon' })?.time).toBe(0);
     expect(parseResult({ ok: 'yes', text: 'x' })).toBeNull();
     expect(parseResult(null)).toBeNull();
     expect(

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import {
-  MAX_HEIGHT,
+  MAX_AREA,
+  MAX_ROW,
   MIN_ROW,
-  ROW,
   assignLanes,
   hoverLines,
   rowHeight,
   taskAt,
   workerName
 } from '../src/view/lanes';
-import { laneLabel, laneTicks } from '../src/view/taskchart';
+import { labelChars, laneLabel, laneTicks } from '../src/view/taskchart';
 import { T0, task, worker } from './fixtures';
 
 describe('lanes', () => {
@@ -26,8 +26,8 @@ describe('lanes', () => {
       [worker(a, 'worker-10'), worker(b, 'worker-2')]
     );
     expect(lanes.map(l => l.label)).toEqual([
-      '10.0.0.1:5′ #1', // not among the workers: it left
-      'worker-2 #1',
+      '10.0.0.1:5′', // not among the workers: it left
+      'worker-2', // one thread: no thread number
       'worker-10 #1',
       'worker-10 #2'
     ]);
@@ -44,19 +44,26 @@ describe('lanes', () => {
     const rects = [old0, old1, new0, new1].map(w => task(0, 1, { worker: w }));
     const names = { [old0]: '0', [old1]: '1' };
     const lanes = assignLanes(rects, [worker(new0, '0'), worker(new1, '1')], names);
-    expect(lanes.map(l => l.label)).toEqual(['0 #1', '0′ #1', '1 #1', '1′ #1']);
-    expect(new Set(lanes.map(l => laneLabel(l.label))).size).toBe(4);
-    expect(lanes.map(l => laneLabel(l.label)).every(l => l.length <= 7)).toBe(true);
+    // Dask's numbered workers are named, not bare numbers
+    expect(lanes.map(l => l.label)).toEqual(['worker 0', 'worker 0′', 'worker 1', 'worker 1′']);
+    const chars = labelChars(64, 12);
+    expect(new Set(lanes.map(l => laneLabel(l.label, chars))).size).toBe(4);
+    expect(lanes.map(l => laneLabel(l.label, chars)).every(l => l.length <= chars)).toBe(true);
     const hover = hoverLines(rects[0], lanes[1]);
-    expect(hover[2]).toBe(`worker 0′ (left the cluster; was ${old0})`);
+    expect(hover[2]).toBe(`on worker 0′ (left the cluster; was ${old0})`);
     expect(hover[3]).toBe('thread #1');
   });
 
-  it('keeps rows readable, shrinking only for many lanes', () => {
-    expect(rowHeight(1)).toBe(ROW);
-    expect(rowHeight(8)).toBe(ROW);
-    expect(rowHeight(64) * 64).toBeLessThanOrEqual(MAX_HEIGHT);
-    expect(rowHeight(1000)).toBe(MIN_ROW);
+  it('makes rows as tall as the view is wide, shrinking only for many lanes', () => {
+    const sidebar = rowHeight(2, 238);
+    const notebook = rowHeight(2, 880);
+    const projector = rowHeight(2, 1476);
+    expect(sidebar).toBeGreaterThanOrEqual(30); // was 18 whatever the width
+    expect(notebook).toBeGreaterThan(sidebar);
+    expect(projector).toBeGreaterThan(notebook);
+    expect(rowHeight(1, 5000)).toBe(MAX_ROW);
+    expect(rowHeight(64, 1476) * 64).toBeLessThanOrEqual(MAX_AREA);
+    expect(rowHeight(1000, 1476)).toBe(MIN_ROW);
   });
 
   it('labels every lane, or each worker once when rows are thin', () => {
@@ -64,9 +71,10 @@ describe('lanes', () => {
       [task(0, 1, { thread: 1 }), task(0, 1, { thread: 2 })],
       [worker('tcp://127.0.0.1:40001', 'w')]
     );
-    expect(laneTicks(lanes, ROW)).toEqual({ splits: [1.5, 0.5], labels: ['w #1', 'w #2'] });
+    expect(laneTicks(lanes, 32)).toEqual({ splits: [1.5, 0.5], labels: ['w', '#2'] });
     expect(laneTicks(lanes, MIN_ROW)).toEqual({ splits: [1.5], labels: ['w'] });
-    expect(laneLabel('a-very-long-worker-name #12')).toBe('a-… #12');
+    // the end of a long name is kept: that is where names differ
+    expect(laneLabel('a-very-long-worker-name #12', 9)).toBe('…name #12');
   });
 
   it('finds the task under the pointer, or the nearest within the slack', () => {
@@ -88,7 +96,7 @@ describe('lanes', () => {
     const lines = hoverLines(rect, lanes[0]);
     expect(lines[0]).toBe('sum-aggregate');
     expect(lines[1]).toBe("key ('sum-aggregate-012345…', 3)");
-    expect(lines[2]).toBe('worker worker-0');
+    expect(lines[2]).toBe('on worker-0');
     expect(lines[3]).toBe('thread #1');
     expect(lines[4]).toMatch(/^start \d\d:\d\d:\d\d\.250$/);
     expect(lines[5]).toBe('duration 12.5 ms');

@@ -1,6 +1,8 @@
 // @vitest-environment jsdom
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { GpuDaskView } from '../src/view/render';
+import { NO_GPU_DATA } from '../src/view/messages';
+import { NO_TASKS } from '../src/view/taskchart';
 import { drawn } from './canvas-stub';
 import { T0, device, frame, gpuSample, task, worker } from './fixtures';
 import { followRange } from '../src/view/timewindow';
@@ -152,9 +154,32 @@ describe('GpuDaskView', () => {
       })
     );
     const text = root(view).textContent;
-    expect(text).toContain('No GPU data: NVML library not found');
+    // one short line, the reason a click away
+    const note = root(view).querySelector<HTMLElement>('.gpudask-messages .gpudask-warn')!;
+    expect(note.firstChild?.nextSibling?.textContent).toBe(NO_GPU_DATA);
+    const why = note.querySelector('details')!;
+    expect(why.open).toBe(false);
+    expect(why.querySelector('summary')?.textContent).toBe('Why?');
+    expect(why.textContent).toContain('NVML library not found');
+    // no GPU, no box to list GPU processes
+    expect(
+      root(view).querySelector<HTMLElement>('.gpudask-show-processes')!.closest('label')!.hidden
+    ).toBe(true);
     expect(text).toContain('Cannot reach the scheduler at tcp://10.0.0.9:8786: connection refused');
     expect(text).toContain('3 tasks wait for the resource "GPU", which no worker offers');
+
+    // a new cluster that ran nothing yet: a sentence in place of empty axes
+    const idle = new GpuDaskView(container);
+    idle.update(frame());
+    const empty = root(idle).querySelector<HTMLElement>('.gpudask-stream-empty')!;
+    expect(empty.hidden).toBe(false);
+    expect(empty.textContent).toBe(NO_TASKS);
+    expect(
+      root(idle).querySelector<HTMLElement>('.gpudask-stream .gpudask-chart-plot')!.hidden
+    ).toBe(true);
+    expect(
+      root(idle).querySelector<HTMLElement>('.gpudask-show-processes')!.closest('label')!.hidden
+    ).toBe(false);
 
     const fresh = new GpuDaskView(container);
     fresh.update(frame({ cluster: null }));

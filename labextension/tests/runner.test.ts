@@ -16,7 +16,8 @@ const RESULT = {
     address: 'tcp://127.0.0.1:1',
     workers: 3,
     dashboard: null
-  }
+  },
+  time: 1700000000.5
 };
 
 function host(kernel: FakeKernel | null) {

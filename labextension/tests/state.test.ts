@@ -87,7 +87,7 @@ describe('applyFrame', () => {
     );
     expect(state.workerNames).toEqual({ [gone]: '0', [now]: '0' });
     const labels = assignLanes(state.tasks, state.workers, state.workerNames).map(l => l.label);
-    expect(labels).toEqual(['0 #1', '0′ #1']);
+    expect(labels).toEqual(['worker 0', 'worker 0′']);
     // the names of workers whose tasks are gone are forgotten
     state = applyFrame(state, frame({ time: T0 + 2, workers: [worker(now, '0')], tasks: [] }));
     expect(state.workerNames).toEqual({});
@@ -216,7 +216,7 @@ describe('assignLanes', () => {
       [a, 7]
     ]);
     expect(lanes.map(l => l.label)).toEqual([
-      '10.0.0.3:1′ #1',
+      '10.0.0.3:1′',
       'worker-2 #1',
       'worker-2 #2',
       'worker-10 #1',

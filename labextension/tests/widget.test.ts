@@ -351,12 +351,13 @@ describe('widget protocol', () => {
         ok: false,
         action: 'scale',
         text: 'no',
-        cluster: null
+        cluster: null,
+        time: 7
       })
     ).toEqual({
       type: 'control-result',
       id: 3,
-      result: { ok: false, action: 'scale', text: 'no', cluster: null }
+      result: { ok: false, action: 'scale', text: 'no', cluster: null, time: 7 }
     });
     expect(parseKernelMessage({ type: 'control-result', id: 3, ok: 1 })).toBeNull();
     expect(parseKernelMessage('frame')).toBeNull();

@@ -28,7 +28,7 @@ describe('workers', () => {
       'Host memory',
       'Running',
       'Ready',
-      'In memory'
+      'Results held'
     ]);
     const gpu = [
       worker('tcp://a:1', '0', {
@@ -44,10 +44,10 @@ describe('workers', () => {
       worker('tcp://a:1', 'mine', { executing: 2, ready: 1, in_memory: 16 }),
       worker('tcp://a:2', 'theirs', { ours: false })
     ];
-    expect(countsText(workers[0])).toBe('2 running · 1 ready · 16 in memory');
+    expect(countsText(workers[0])).toBe('2 running · 1 ready · 16 results held');
     expect(section.update(workers, 250)).toBe('cards');
     expect(section.node.querySelectorAll('.gpudask-worker-card')).toHaveLength(2);
-    expect(section.node.textContent).toContain('2 running · 1 ready · 16 in memory');
+    expect(section.node.textContent).toContain('2 running · 1 ready · 16 results held');
     expect(section.node.querySelectorAll('.gpudask-badge')).toHaveLength(1);
     expect(section.node.querySelector('.gpudask-badge')?.textContent).toBe(OTHERS);
     expect(section.node.querySelectorAll('.gpudask-bar').length).toBe(2); // host memory

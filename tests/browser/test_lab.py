@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_support import Lab, hover_task, run_all, shot, view_data, wait_drawn
+from lab_support import (
+    Lab,
+    hover_task,
+    measured,
+    run_all,
+    shot,
+    sidebar_width,
+    view_data,
+    wait_drawn,
+)
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -96,7 +105,7 @@ def test_panel_and_sidebar_draw_a_real_cluster(lab: Lab, page: Any) -> None:
     assert drawn["lanes"] == "2"  # two workers, one thread each
     tooltip = hover_task(page, PANEL)
     assert re.search(r"^key .+", tooltip, re.M), tooltip
-    assert re.search(r"^worker \S+", tooltip, re.M), tooltip
+    assert re.search(r"^on worker \d+$", tooltip, re.M), tooltip  # "worker 0", not a bare "0"
     assert re.search(r"^start \d\d:\d\d:\d\d\.\d{3}$", tooltip, re.M), tooltip
     assert re.search(r"^duration [\d.]+ (µs|ms|s)$", tooltip, re.M), tooltip
     shot(page, "panel-widget")
@@ -121,13 +130,60 @@ def test_panel_and_sidebar_draw_a_real_cluster(lab: Lab, page: Any) -> None:
 
     from gpudask_jupyter.machine import nvml
 
-    if not nvml.status().available:  # then the sidebar says why, in words
-        assert "No GPU data" in page.locator(f"{SIDEBAR} .gpudask-messages").inner_text()
-        page.locator(f"{SIDEBAR} .gpudask-show-processes").check()
-        processes = page.locator(f"{SIDEBAR} .gpudask-processes")
-        processes.filter(has_text="GPU processes").wait_for(timeout=10_000)
-        text = processes.inner_text()
-        assert "none to list" in text and "not reported yet" not in text
+    # a 250 px sidebar: taller rows than the old 18 px strip, the workers named
+    sidebar_width(page, 250)
+    page.wait_for_function(
+        "s => document.querySelector(s + ' .gpudask-view').clientWidth < 260", arg=SIDEBAR
+    )
+    row = int(view_data(page, SIDEBAR)["rowHeight"])
+    measured("task stream row height, 250 px sidebar (px)", row)
+    assert row >= 28, row
+    if not nvml.status().available:  # then the sidebar says why: one line, the reason a click away
+        note = page.locator(f"{SIDEBAR} .gpudask-messages .gpudask-warn").first
+        assert "No GPU data here" in note.inner_text(), note.inner_text()
+        height = note.evaluate("n => n.getBoundingClientRect().height")
+        line = note.evaluate("n => parseFloat(getComputedStyle(n).lineHeight)")
+        measured("no-GPU note in a 250 px sidebar: height (px) and lines", [height, height / line])
+        assert height <= 2.5 * line, (height, line)  # was about ten lines
+        assert page.locator(f"{SIDEBAR} .gpudask-message-detail").first.is_visible()
+        assert page.locator(f"{SIDEBAR} .gpudask-processes").is_hidden()
+        assert page.locator(f"{SIDEBAR} .gpudask-show-processes").is_hidden()  # no GPU, no box
+        shot(page, "sidebar-250-no-gpu")
+        page.locator(f"{SIDEBAR} .gpudask-message-detail summary").first.click()
+        assert "NVIDIA" in note.inner_text() or "NVML" in note.inner_text(), note.inner_text()
+
+    # a projector: 1920 x 1080, Open panel; rows and text grow with the panel
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    page.locator(f"{SIDEBAR} .gpudask-open").click()
+    main = "#gpudask-main-panel"
+    wait_drawn(page, main, lanes=2)
+    page.locator(f'.lm-TabBar-tab[data-id="{SIDEBAR[1:]}"]').click()  # the sidebar closes
+    beside = int(view_data(page, main)["rowHeight"])  # beside the notebook: half the width
+    measured("task stream row height, Open panel beside the notebook at 1920x1080 (px)", beside)
+    assert beside > row, (beside, row)
+    shot(page, "open-panel-1920x1080")
+    # the panel alone on the projector (View > Simple Interface, the panel's tab in front)
+    page.locator(".lm-TabBar-tab", has_text="GPU Dask").first.click()
+    page.keyboard.press("Control+Shift+D")  # View > Simple Interface
+    try:
+        page.wait_for_function(
+            "m => document.querySelector(m + ' .gpudask-view').classList.contains('gpudask-large')",
+            arg=main,
+            timeout=10_000,
+        )
+    except Exception:
+        shot(page, "open-panel-1920x1080-alone")
+        width = page.evaluate("m => document.querySelector(m + ' .gpudask-view').clientWidth", main)
+        raise AssertionError(f"the panel is {width} px wide, not drawn large") from None
+    big = int(view_data(page, main)["rowHeight"])
+    measured("task stream row height, Open panel alone at 1920x1080 (px)", big)
+    assert big > beside, (big, beside)
+    size = page.locator(f"{main} .gpudask-cluster-text").evaluate(
+        "n => parseFloat(getComputedStyle(n).fontSize)"
+    )
+    measured("text size, Open panel alone at 1920x1080 (px)", size)
+    assert size >= 16, size
+    shot(page, "open-panel-1920x1080-alone")
 
 
 @pytest.mark.skipif(

@@ -68,7 +68,13 @@ export class KernelActionHost implements ActionHost {
 
   private async execute(id: number, action: ActionName, n: number | null): Promise<void> {
     const fail = (text: string): void =>
-      this.callbacks.finished(id, { ok: false, action, text, cluster: null });
+      this.callbacks.finished(id, {
+        ok: false,
+        action,
+        text,
+        cluster: null,
+        time: Date.now() / 1000
+      });
     const kernel = this.kernel();
     if (!kernel) {
       fail('No kernel to run it in: open a notebook with a running kernel.');

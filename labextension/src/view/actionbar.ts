@@ -3,7 +3,7 @@
  * own button styles, and the line under them: the action under way with its elapsed seconds
  * (and a word when it waits behind a running cell), then its result as structured text.
  */
-import { ACTIONS, ActionName, Offer, Phase, progressText, resultLines } from './actions';
+import { ACTIONS, ActionName, Offer, Phase, progressText, resultParts } from './actions';
 import { el, setText } from './dom';
 
 const LABEL: Record<ActionName, string> = {
@@ -70,6 +70,9 @@ export class ActionBar {
       );
       this.buttons.set(action, button);
     }
+    // a refusal stays until the number it refused changes (a frame must not bring back an
+    // older result beside a box still marked invalid)
+    this.workers.addEventListener('input', () => this.forgetRefusal(), { signal });
     this.workers.addEventListener(
       'keydown',
       event => {
@@ -103,14 +106,25 @@ export class ActionBar {
     if (workers !== null && workers !== this.shownWorkers && !typing) {
       this.workers.value = String(workers);
       this.shownWorkers = workers;
+      this.forgetRefusal(); // the number refused is no longer in the box
     }
     this.node.hidden = ACTIONS.every(a => !offers[a].visible);
     this.showPhase(phase, now);
   }
 
+  private forgetRefusal(): void {
+    if (this.statusKey === 'invalid') {
+      this.workers.removeAttribute('aria-invalid');
+      this.statusKey = '';
+      delete this.status.dataset.phase;
+      this.status.replaceChildren();
+    }
+  }
+
   private showInvalid(): void {
     this.workers.setAttribute('aria-invalid', 'true');
     this.statusKey = 'invalid';
+    this.status.dataset.phase = 'refused';
     this.status.replaceChildren(
       el(
         'div',
@@ -132,22 +146,37 @@ export class ActionBar {
       setText(this.status.firstElementChild as HTMLElement, progress);
       return;
     }
+    if (this.statusKey === 'invalid') {
+      return; // until the box changes or another action starts
+    }
     if (phase.kind === 'done') {
       const key = `done:${phase.id}`;
       if (this.statusKey !== key) {
         this.statusKey = key;
         this.status.dataset.phase = phase.result.ok ? 'done' : 'failed';
-        const lines = resultLines(phase.action, phase.result);
+        const parts = resultParts(phase.action, phase.result);
         const box = el('div', phase.result.ok ? 'gpudask-result' : 'gpudask-result gpudask-failed');
         box.append(
-          el('div', 'gpudask-result-title', lines[0]),
-          ...lines.slice(1).map(line => el('div', 'gpudask-result-line', line))
+          el('div', 'gpudask-result-title', parts.title),
+          ...parts.said.map(line => el('div', 'gpudask-result-line', line))
         );
+        if (parts.more.length > 0) {
+          const more = el('details', 'gpudask-result-more');
+          const lines = `${parts.more.length} more line${parts.more.length === 1 ? '' : 's'}`;
+          more.append(
+            el('summary', undefined, `What else it said (${lines})`),
+            ...parts.more.map(line => el('div', 'gpudask-result-line', line))
+          );
+          box.append(more);
+        }
+        if (parts.cluster !== null) {
+          box.append(el('div', 'gpudask-result-line', parts.cluster));
+        }
         this.status.replaceChildren(box);
       }
       return;
     }
-    if (phase.kind === 'idle' && this.statusKey !== 'invalid' && this.statusKey !== '') {
+    if (phase.kind === 'idle' && this.statusKey !== '') {
       this.statusKey = '';
       delete this.status.dataset.phase;
       this.status.replaceChildren();

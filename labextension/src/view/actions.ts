@@ -4,7 +4,7 @@
  * pure state. The host runs them in the kernel (lab/runner.ts, the widget's comm) and reports
  * `started` and the result; actionbar.ts draws this state.
  */
-import { ClusterInfo } from './frame';
+import { ClusterInfo, ClusterState } from './frame';
 import { formatSeconds } from './format';
 import { ActionResult, CONTROL_ACTIONS, ControlAction, ResultCluster } from './protocol.generated';
 
@@ -104,19 +104,37 @@ export function progressText(phase: Phase, now: number): string | null {
 
 /** The result as lines of text: a heading, the kernel's words, then the cluster's facts. */
 export function resultLines(action: ActionName, result: ActionResult): string[] {
+  const { title, said, more, cluster } = resultParts(action, result);
+  return [title, ...said, ...more, ...(cluster ? [cluster] : [])];
+}
+
+/** A result in parts: what is always shown, and `more`, the rest of the kernel's words, shown on
+ * a click where an action worked (a CPU cluster's start says why there is no GPU: in a 250 px
+ * sidebar, ten lines above the view's own one-line note of it, all workshop long). */
+export interface ResultParts {
+  title: string;
+  said: string[];
+  more: string[];
+  cluster: string | null;
+}
+
+export function resultParts(action: ActionName, result: ActionResult): ResultParts {
   const name = action[0].toUpperCase() + action.slice(1);
-  const lines = [result.ok ? `${name}: done.` : `${name} failed.`];
-  if (result.text.trim()) {
-    lines.push(result.text.trim());
-  }
+  const title = result.ok ? `${name}: done.` : `${name} failed.`;
+  const words = result.text
+    .split('\n')
+    .map(line => line.trim())
+    .filter(line => line !== '');
+  const shown = result.ok ? 1 : words.length; // a failure's every word counts
   const c = result.cluster;
+  let cluster: string | null = null;
   if (c) {
     const workers = `${c.workers} worker${c.workers === 1 ? '' : 's'}`;
-    lines.push(`Cluster: ${c.state} (${c.mode}), ${workers}, ${c.address}`);
+    cluster = `Cluster: ${c.state} (${c.mode}), ${workers}, ${c.address}`;
   } else if (result.ok) {
-    lines.push('No cluster now.');
+    cluster = 'No cluster now.';
   }
-  return lines;
+  return { title, said: words.slice(0, shown), more: words.slice(shown), cluster };
 }
 
 /** A result read from untrusted JSON; null when it does not have the protocol's shape. */
@@ -139,7 +157,75 @@ export function parseResult(value: unknown): ActionResult | null {
       dashboard: typeof c.dashboard === 'string' && c.dashboard ? c.dashboard : null
     };
   }
-  return { ok: v.ok, action: String(v.action ?? ''), text: v.text, cluster };
+  // a kernel of an older release sends no time: its frames are taken at their word at once
+  const time = typeof v.time === 'number' && Number.isFinite(v.time) ? v.time : 0;
+  return { ok: v.ok, action: String(v.action ?? ''), text: v.text, cluster, time };
+}
+
+/**
+ * A finished action's word on the cluster stands where the frames say otherwise, until a frame
+ * sampled FRAME_GRACE seconds after the action ended (the kernel's clock: the result's `time`,
+ * the frame's `time`), and never longer than SETTLE_SECONDS on the view's clock. A frame sampled
+ * just after the end may still carry the cluster as the monitor last read it (a sidebar's
+ * monitor reads the registry every half second and asks the scheduler every interval).
+ */
+export const FRAME_GRACE = 2;
+export const SETTLE_SECONDS = 10;
+
+/** The cluster a view shows, and its number of workers. */
+export interface ShownCluster {
+  cluster: ClusterInfo | null;
+  workers: number;
+}
+
+function agrees(frames: ShownCluster, result: ActionResult): boolean {
+  const said = result.cluster;
+  const live = frames.cluster !== null && LIVE.has(frames.cluster.state);
+  if (said === null) {
+    return !live;
+  }
+  return live && frames.cluster?.address === said.address && frames.workers === said.workers;
+}
+
+/**
+ * The cluster to show at `now`: the frames' (the latest sampled at `frameTime`), except right
+ * after an action that worked, while the frames do not yet say what its result said. Without
+ * this the header said "No Dask cluster: press Start" under "Start: done", with Start enabled,
+ * for a second; the header, the buttons and the result now change in the same paint. A stopped
+ * cluster's time is left to the frames (the kernel's clock, the same in every view).
+ */
+export function shownCluster(
+  frames: ShownCluster,
+  frameTime: number | null,
+  phase: Phase,
+  now: number
+): ShownCluster {
+  if (phase.kind !== 'done' || !phase.result.ok || now - phase.at > SETTLE_SECONDS) {
+    return frames;
+  }
+  const { result } = phase;
+  if (agrees(frames, result) || (frameTime !== null && frameTime >= result.time + FRAME_GRACE)) {
+    return frames;
+  }
+  const said = result.cluster;
+  if (said === null) {
+    const last = frames.cluster;
+    return last === null
+      ? frames
+      : { cluster: { ...last, state: 'stopped', stopped_at: null }, workers: frames.workers };
+  }
+  const state: ClusterState = LIVE.has(said.state) ? (said.state as ClusterState) : 'running';
+  return {
+    cluster: {
+      state,
+      mode: said.mode,
+      address: said.address,
+      dashboard: said.dashboard,
+      message: '',
+      stopped_at: null
+    },
+    workers: said.workers
+  };
 }
 
 /** Seconds of an action that took `seconds`, for the result line. */
@@ -199,7 +285,8 @@ export class ActionMachine {
   abort(why: string): void {
     const p = this.phaseValue;
     if (p.kind === 'waiting' || p.kind === 'running') {
-      this.finish(p.id, { ok: false, action: p.action, text: why, cluster: null });
+      const time = this.now();
+      this.finish(p.id, { ok: false, action: p.action, text: why, cluster: null, time });
     }
   }
 

@@ -8,10 +8,34 @@ import uPlot from 'uplot';
 import { formatClock } from './format';
 import { ChartEvents, TimeRange } from './timewindow';
 
-/** Width of every chart's left axis, CSS px: the plots start at the same x. */
-export const AXIS_SIZE = 56;
-export const X_AXIS_SIZE = 24;
-export const FONT = '11px system-ui, sans-serif';
+/** From this content width (CSS px: a projector, a panel opened in a large tab) the view's
+ * text and the charts' axes are drawn LARGE_SCALE times larger, to be read from the back of a
+ * room. */
+export const LARGE_WIDTH = 1200;
+export const LARGE_SCALE = 1.35;
+
+/** The sizes of every chart's text and axes: the left axis is as wide in every chart of a view,
+ * so the plots start at the same x. */
+export interface ChartMetrics {
+  font: string;
+  /** Font size, CSS px. */
+  fontSize: number;
+  /** Width of the left axis. */
+  axis: number;
+  /** Height of the time axis. */
+  xAxis: number;
+}
+
+export function chartMetrics(large: boolean): ChartMetrics {
+  const scale = large ? LARGE_SCALE : 1;
+  const fontSize = Math.round(12 * scale);
+  return {
+    font: `${fontSize}px system-ui, sans-serif`,
+    fontSize,
+    axis: Math.round(72 * scale),
+    xAxis: Math.round(24 * scale)
+  };
+}
 /** [top, right, bottom, left] of every chart. */
 export const PADDING_TOP = 6;
 export const PADDING: uPlot.Padding = [PADDING_TOP, 28, 0, 0];
@@ -43,6 +67,8 @@ export function timeTicks(splits: number[], increment: number): string[] {
 export interface ChartParts {
   /** The x range shown: the range functions read it on every redraw. */
   range: () => TimeRange;
+  /** Whether the view is large (LARGE_WIDTH): a chart made in the other size is made again. */
+  large: () => boolean;
   theme: () => Theme;
   syncKey: string;
   events: ChartEvents;
@@ -58,6 +84,7 @@ export function baseOptions(
   xAxis: uPlot.Axis;
 } {
   const { range, theme, events } = parts;
+  const metrics = chartMetrics(parts.large());
   return {
     width,
     height,
@@ -79,12 +106,12 @@ export function baseOptions(
     },
     xAxis: {
       scale: 'x',
-      size: X_AXIS_SIZE,
-      font: FONT,
+      size: metrics.xAxis,
+      font: metrics.font,
       stroke: () => theme().fg,
       grid: { stroke: () => theme().grid, width: 1 },
       ticks: { stroke: () => theme().grid, width: 1, size: 4 },
-      space: 64,
+      space: 64 * (parts.large() ? LARGE_SCALE : 1),
       incrs: TIME_INCREMENTS,
       values: (_u, splits, _axis, _space, increment) => timeTicks(splits, increment)
     }
@@ -94,9 +121,10 @@ export function baseOptions(
 /** A y axis in the shared size and font. */
 export function yAxis(parts: ChartParts, extra: uPlot.Axis): uPlot.Axis {
   const { theme } = parts;
+  const metrics = chartMetrics(parts.large());
   return {
-    size: AXIS_SIZE,
-    font: FONT,
+    size: metrics.axis,
+    font: metrics.font,
     gap: 4,
     stroke: () => theme().fg,
     grid: { stroke: () => theme().grid, width: 1 },

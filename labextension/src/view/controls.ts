@@ -47,6 +47,7 @@ export class ControlsSection {
   private readonly history = el('select', 'gpudask-history-length');
   private readonly pause = el('button', 'jp-Button jp-mod-styled gpudask-button gpudask-pause');
   private readonly processes = el('input', 'gpudask-show-processes');
+  private readonly processesLabel = el('label');
 
   /**
    * `current` reads the view's controls at the time of the event, not at the last paint: two
@@ -63,6 +64,7 @@ export class ControlsSection {
     this.interval.step = '0.25';
     this.interval.title = 'Seconds between updates (0.25–10)';
     this.processes.type = 'checkbox';
+    this.processesLabel.append(this.processes, el('span', undefined, ' GPU processes'));
     this.pause.type = 'button';
     this.node.setAttribute('role', 'group');
     this.node.setAttribute('aria-label', 'Panel settings');
@@ -76,7 +78,7 @@ export class ControlsSection {
       label('Refresh every ', this.interval, el('span', undefined, ' s')),
       label('History ', this.history),
       this.pause,
-      label('', this.processes, el('span', undefined, ' GPU processes'))
+      this.processesLabel
     );
 
     this.interval.addEventListener(
@@ -103,7 +105,9 @@ export class ControlsSection {
     );
   }
 
-  show(controls: Controls): void {
+  /** `gpus`: whether there is a GPU whose processes could be listed (none: no such box). */
+  show(controls: Controls, gpus = true): void {
+    this.processesLabel.hidden = !gpus;
     if (this.interval.ownerDocument.activeElement !== this.interval) {
       this.interval.value = String(controls.interval);
     }

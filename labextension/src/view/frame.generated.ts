@@ -17,25 +17,44 @@ export const SAMPLE_FIELDS = [
 ] as const;
 
 /**
+ * The words for a worker's task counts, the same in the panel, the sidebar, `status` and the
+ * panel's text: "in memory" beside "Host memory" read as a size.
+ */
+export const WORKER_COUNTS = {
+  executing: 'running',
+  ready: 'ready',
+  in_memory: 'results held'
+} as const;
+
+/**
  * The colours of task prefixes (the n-th prefix the scheduler saw takes the n-th, cycling) and of
- * GPUs (the n-th GPU of a view). Each has at least 3:1 contrast against both JupyterLab themes'
- * backgrounds (WCAG AA for graphics); any two are told apart, any four in a row far apart, and none
- * is near a fixed action colour. Dask's own per-prefix colours (Viridis) do not meet the contrast
- * at either end. `tests/test_palette.py` checks these with a colour library.
+ * GPUs (the n-th GPU of a view), made by `scripts/palette.py`: each seen on both JupyterLab themes
+ * (3:1 contrast), none greyish or near a fixed action colour, every first n as far apart as such
+ * colours can be, so that a pipeline of up to 20 prefixes shows no colour twice. Dask's own
+ * per-prefix colours (Viridis) do not meet the contrast at either end. `tests/test_palette.py`
+ * measures these with a colour library and checks the list is the script's.
  */
 export const PALETTE = [
   '#3f69d3',
-  '#986600',
-  '#009488',
-  '#5f7e00',
-  '#b156b7',
-  '#2896f5',
-  '#b84b00',
-  '#009957',
-  '#937cf1',
-  '#ac9000',
-  '#007f95',
-  '#e15e8e'
+  '#889800',
+  '#f85000',
+  '#f80098',
+  '#00a0a0',
+  '#906830',
+  '#008040',
+  '#a800f8',
+  '#a080b8',
+  '#0098d8',
+  '#a05868',
+  '#007890',
+  '#00a810',
+  '#e848f8',
+  '#b08800',
+  '#c08060',
+  '#60a078',
+  '#707020',
+  '#a05098',
+  '#b05020'
 ] as const;
 
 /** The colours of what is not a computation: the Dask dashboard's red, orange and grey. */

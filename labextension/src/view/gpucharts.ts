@@ -201,7 +201,8 @@ export class GpuCharts {
     this.series = gpuSeries(state, devices, range);
     this.titles = devices.map(deviceTitle);
     this.ceiling = memoryCeiling(devices, this.series);
-    const signature = devices.map(d => d.id).join('\u0000');
+    // the text's size is fixed when a chart is made: a view that grew large makes them again
+    const signature = [String(this.parts.large()), ...devices.map(d => d.id)].join('\u0000');
     if (signature !== this.signature || !this.util || !this.memory) {
       this.build(devices, width);
       this.signature = signature;

@@ -5,16 +5,20 @@
 import { ACTION_LEGEND } from './colors';
 import { TaskRect, WorkerInfo } from './frame';
 import { formatClockPrecise, formatSeconds } from './format';
-import { readablePrefix, shortKey } from './names';
+import { readablePrefix, shortKey, workerLabel } from './names';
 
 export interface Lane {
   worker: string;
   thread: number;
-  /** "<worker name> #<n>": n counts the worker's threads seen, from 1. */
+  /** The worker's name, then "#n" where the worker has more than one thread: "worker 0",
+   * "worker 0 #2". */
   label: string;
-  /** The worker's name; a worker that left the cluster is marked "′" (a Scale or a Restart
-   * brings back workers of the same name at new addresses: their lanes must not look alike). */
+  /** The worker's name ("worker 0" for Dask's numbered workers); a worker that left the
+   * cluster is marked "′" (a Scale or a Restart brings back workers of the same name at new
+   * addresses: their lanes must not look alike). */
   name: string;
+  /** The thread's place among the worker's threads seen, from 1. */
+  place: number;
   /** The worker is no longer in the cluster. */
   gone: boolean;
 }
@@ -22,15 +26,23 @@ export interface Lane {
 /** The mark of a worker that left, after its name. */
 export const GONE_MARK = '′';
 
-/** Lane height in CSS px: readable (ROW) for a few lanes, shrinking to fit MAX_HEIGHT. */
-export const ROW = 18;
+/**
+ * The stream's drawing area follows the view's width, AREA_PER_WIDTH of it between MIN_AREA and
+ * MAX_AREA (CSS px), shared by the lanes, each between MIN_ROW and MAX_ROW: two lanes are 32 px
+ * in a 250 px sidebar, 96 px in a notebook and 160 px in a panel on a projector, where a fixed
+ * 18 px was a sliver at the back of a room.
+ */
+export const AREA_PER_WIDTH = 0.22;
+export const MIN_AREA = 64;
+export const MAX_AREA = 480;
 export const MIN_ROW = 4;
-export const MAX_HEIGHT = 360;
-/** Lane labels need this much height to be drawn. */
-export const LABEL_ROW = 11;
+export const MAX_ROW = 160;
+/** Lane labels need this many times the axis font's height to be drawn. */
+export const LABEL_ROW = 1.1;
 
-export function rowHeight(lanes: number): number {
-  return Math.max(MIN_ROW, Math.min(ROW, Math.floor(MAX_HEIGHT / Math.max(1, lanes))));
+export function rowHeight(lanes: number, width: number): number {
+  const area = Math.min(MAX_AREA, Math.max(MIN_AREA, Math.floor(width * AREA_PER_WIDTH)));
+  return Math.max(MIN_ROW, Math.min(MAX_ROW, Math.floor(area / Math.max(1, lanes))));
 }
 
 export function laneKey(worker: string, thread: number): string {
@@ -48,7 +60,7 @@ export function workerName(
   names: Readonly<Record<string, string>> = {}
 ): string {
   const named = workers.find(w => w.address === address)?.name || names[address];
-  return named || address.replace(/^[a-z]+:\/\//, '');
+  return named ? workerLabel(named) : address.replace(/^[a-z]+:\/\//, '');
 }
 
 /**
@@ -86,11 +98,12 @@ export function assignLanes(
   return addresses.flatMap(address =>
     [...(threads.get(address) ?? [])]
       .sort((a, b) => a - b)
-      .map((thread, index) => ({
+      .map((thread, index, all) => ({
         worker: address,
         thread,
-        label: `${nameOf(address)} #${index + 1}`,
+        label: all.length > 1 ? `${nameOf(address)} #${index + 1}` : nameOf(address),
         name: nameOf(address),
+        place: index + 1,
         gone: goneOf(address)
       }))
   );
@@ -139,9 +152,9 @@ export function hoverLines(rect: TaskRect, lane: Lane | undefined): string[] {
     rect.error ? `${what}: failed` : what,
     `key ${shortKey(rect.key)}`,
     lane
-      ? `worker ${lane.name}${lane.gone ? ` (left the cluster; was ${rect.worker})` : ''}`
-      : `worker ${rect.worker}`,
-    `thread ${lane ? lane.label.replace(/^.* #/, '#') : rect.thread}`,
+      ? `on ${lane.name}${lane.gone ? ` (left the cluster; was ${rect.worker})` : ''}`
+      : `on ${rect.worker}`,
+    `thread ${lane ? `#${lane.place}` : rect.thread}`,
     `start ${formatClockPrecise(rect.start)}`,
     `duration ${formatSeconds(rect.stop - rect.start)}`
   ];

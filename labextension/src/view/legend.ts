@@ -9,11 +9,12 @@
  */
 import { LegendEntry, actionLegend } from './colors';
 import { el, safeColor } from './dom';
-import { TaskRect } from './frame';
+import { PALETTE, TaskRect } from './frame';
 import { formatSeconds } from './format';
 import { readablePrefix } from './names';
 
-export const MAX_PREFIXES = 16;
+/** As many as the palette has colours: every colour drawn is named. */
+export const MAX_PREFIXES = PALETTE.length;
 export const RECENT_ROWS = 8;
 
 /** Compute prefixes with their colour, the one whose tasks took the most time first. */

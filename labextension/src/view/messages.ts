@@ -14,7 +14,13 @@ export type Level = 'error' | 'warn' | 'info';
 export interface StatusLine {
   level: Level;
   text: string;
+  /** Why, shown on a click (a <details> after the text). */
+  detail?: string;
 }
+
+/** What a view says without GPU data: one short line, the reason a click away (it was a
+ * sentence of up to five lines on a laptop's 250 px sidebar, on screen all workshop long). */
+export const NO_GPU_DATA = 'No GPU data here: the task stream only.';
 
 export interface StatusContext {
   /** From the host: e.g. "No notebook in focus.", "Cannot reach the server: …". */
@@ -42,7 +48,7 @@ export function statusLines(state: ViewState, context: StatusContext): StatusLin
   }
   if (state.nvml && !state.nvml.available) {
     const reason = state.nvml.reason || 'NVML is not available';
-    lines.push({ level: 'warn', text: `No GPU data: ${reason}` });
+    lines.push({ level: 'warn', text: NO_GPU_DATA, detail: reason });
   }
   for (const wait of state.waiting) {
     const tasks = `${wait.tasks} task${wait.tasks === 1 ? '' : 's'}`;
@@ -65,7 +71,7 @@ export class MessagesSection {
   }
 
   update(lines: StatusLine[]): void {
-    const key = lines.map(l => `${l.level}:${l.text}`).join('\n');
+    const key = lines.map(l => `${l.level}:${l.text}:${l.detail ?? ''}`).join('\n');
     if (this.node.dataset.key === key) {
       return; // unchanged: do not make screen readers repeat it
     }
@@ -77,6 +83,11 @@ export class MessagesSection {
           el('span', 'gpudask-visually-hidden', `${LEVEL_WORD[line.level]}: `),
           line.text
         );
+        if (line.detail) {
+          const why = el('details', 'gpudask-message-detail');
+          why.append(el('summary', undefined, 'Why?'), el('div', undefined, line.detail));
+          node.append(why);
+        }
         return node;
       })
     );

@@ -39,3 +39,9 @@ export function shortKey(key: string, max = 80): string {
     max
   );
 }
+
+/** A worker's name as the views show it: Dask numbers a LocalCluster's workers 0, 1, …, and a
+ * bare number labels nothing ("worker 0"); other names as they are. */
+export function workerLabel(name: string): string {
+  return /^\d+$/.test(name) ? `worker ${name}` : name;
+}

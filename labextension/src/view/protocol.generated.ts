@@ -57,6 +57,11 @@ export interface ActionResult {
   text: string;
   /** Empty (null) when the kernel has no cluster now. */
   cluster: ResultCluster | null;
+  /**
+   * When the action ended, seconds since the epoch on the kernel's clock: a view shows the result's
+   * cluster until a frame sampled after this time says how it is.
+   */
+  time: number;
 }
 
 /** A view is drawn (or resumed): send it a snapshot, then frames. */

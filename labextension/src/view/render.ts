@@ -5,10 +5,10 @@
  *
  * What was drawn is exposed for tests as data attributes on the root, updated each paint:
  * data-devices, data-gpu-lines, data-room (the room's GPU blocks), data-task-rects, data-lanes,
- * data-frames, data-state, data-liveness, data-layout ("wide" or "compact") and data-window.
+ * data-row-height, data-frames, data-state, data-liveness, data-layout ("wide" or "compact") and data-window.
  */
-import { ActionName, ActionResult } from './actions';
-import { Theme, readTheme } from './charts';
+import { ActionName, ActionResult, shownCluster } from './actions';
+import { LARGE_WIDTH, Theme, readTheme } from './charts';
 import { ActionHost, ClusterActions } from './clusteractions';
 import { prefixColors } from './colors';
 import { Controls, DEFAULT_CONTROLS, normalizeControls } from './controls';
@@ -61,6 +61,8 @@ export class GpuDaskView {
   private readonly watchdog: FrameWatchdog | null;
 
   private theme: Theme = { fg: '#333', grid: 'rgba(128, 128, 128, 0.3)' };
+  /** Wide enough to be drawn large (LARGE_WIDTH): a panel on a projector. */
+  private large = false;
   private readonly actions: ClusterActions;
   private readonly sections: Sections;
 
@@ -84,6 +86,7 @@ export class GpuDaskView {
       actions: this.actions,
       chartParts: {
         range: () => this.range,
+        large: () => this.large,
         theme: () => this.theme,
         syncKey: `gpudask-${++views}`,
         events: windowEvents(
@@ -267,18 +270,29 @@ export class GpuDaskView {
     const { state, controls } = this;
     const width = Math.max(0, this.root.clientWidth - 12) || FALLBACK_WIDTH;
     const compact = width < COMPACT_WIDTH - 12;
-    const stopped = state.cluster?.state === 'stopped';
+    const shown = shownCluster(
+      { cluster: state.cluster, workers: state.workers.length },
+      state.time,
+      this.actions.machine.phase,
+      Date.now() / 1000
+    );
+    const stopped = shown.cluster?.state === 'stopped';
+    this.large = width >= LARGE_WIDTH;
+    this.root.classList.toggle('gpudask-large', this.large);
     this.root.classList.toggle('gpudask-compact', compact);
     this.root.classList.toggle('gpudask-narrow', width < NARROW_WIDTH);
     this.root.classList.toggle('gpudask-stopped', stopped);
     this.theme = readTheme(this.root);
 
-    const now = state.time ?? Date.now() / 1000;
+    // a stopped cluster's window stands still at its stop (frames keep coming with new times)
+    const stoppedAt = stopped ? (shown.cluster?.stopped_at ?? null) : null;
+    const now = stoppedAt ?? state.time ?? Date.now() / 1000;
     // a stopped cluster's work stays in reach however old it is
     const history = stopped ? now : state.history;
     this.range = visibleRange(this.mode, now, state.tasks, history);
     const drawn = this.sections.paint({
       state,
+      shown,
       controls,
       hostMessages: this.hostMessages,
       clusterHint: this.clusterHint,
@@ -296,6 +310,7 @@ export class GpuDaskView {
     data.room = String(drawn.room);
     data.taskRects = String(drawn.rects);
     data.lanes = String(drawn.lanes);
+    data.rowHeight = String(drawn.row);
     data.frames = String(state.frames);
     data.state = controls.paused ? 'paused' : state.frames === 0 ? 'empty' : 'live';
     data.liveness = this.liveness.kind;

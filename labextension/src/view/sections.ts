@@ -4,6 +4,7 @@
  * shared GPU server, the time window, the GPU charts, the task stream with its legend, progress,
  * recent work and the workers.
  */
+import { ShownCluster } from './actions';
 import { ChartParts } from './charts';
 import { ClusterActions } from './clusteractions';
 import { ClusterLine } from './cluster';
@@ -37,6 +38,8 @@ export interface SectionHooks {
 /** Everything one paint draws from. */
 export interface PaintInput {
   state: ViewState;
+  /** The cluster the header and the buttons show: the frames', or an action's fresher word. */
+  shown: ShownCluster;
   controls: Controls;
   hostMessages: string[];
   clusterHint: string | null;
@@ -58,6 +61,8 @@ export interface Drawn {
   room: number;
   rects: number;
   lanes: number;
+  /** The task stream's row height, CSS px (0: no stream). */
+  row: number;
   workerLayout: WorkerLayout;
 }
 
@@ -113,9 +118,10 @@ export class Sections {
 
   paint(input: PaintInput): Drawn {
     const { state, controls, width, colors, rects } = input;
-    this.cluster.update(state.cluster, state.workers.length, input.clusterHint, state.tasks.length);
+    const { shown } = input;
+    this.cluster.update(shown.cluster, shown.workers, input.clusterHint, state.tasks.length);
     const reachable = input.liveness.kind !== 'gone';
-    this.actions.show(state.cluster, state.workers.length, Date.now() / 1000, reachable);
+    this.actions.show(shown.cluster, shown.workers, Date.now() / 1000, reachable);
     this.messages.update(
       statusLines(state, {
         host: input.hostMessages,
@@ -123,7 +129,7 @@ export class Sections {
         liveness: input.liveness
       })
     );
-    this.controls.show(controls);
+    this.controls.show(controls, state.devices.length > 0);
     const devices = this.devices.update(state.devices, state.samples, gpuColor);
     this.processes.update(controls.processes, state.processes, state.devices, state.nvml);
     const room = this.room.update(
@@ -134,13 +140,20 @@ export class Sections {
     );
     const gpuLines = this.gpuCharts.update(state, state.devices, width);
     // no cluster and nothing drawn: an empty stream says nothing the cluster line does not
-    const noStream = state.cluster === null && state.tasks.length === 0;
+    const noStream = shown.cluster === null && state.tasks.length === 0;
     this.stream.node.hidden = noStream;
     this.windowBar.node.hidden = noStream && devices === 0;
     this.windowBar.show(input.mode, input.range);
     const drawn = noStream
-      ? { rects: 0, lanes: 0 }
-      : this.stream.update(rects, state.workers, colors, width, state.workerNames);
+      ? { rects: 0, lanes: 0, row: 0 }
+      : this.stream.update(
+          rects,
+          state.workers,
+          colors,
+          width,
+          state.workerNames,
+          state.tasks.length
+        );
     this.legend.update(rects, colors);
     this.progress.update(state.progress, colors);
     this.recent.update(rects, colors);

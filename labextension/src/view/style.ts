@@ -7,6 +7,7 @@
  * stopped) are marked by coloured borders, bars and badges beside the text, never by coloured
  * text; buttons use JupyterLab's accept/warn colours, which carry white text at 4.5:1 or more.
  */
+import { LARGE_SCALE } from './charts';
 import { UPLOT_CSS } from './uplot-css.generated';
 
 const STYLE_ID = 'gpudask-view-style';
@@ -38,6 +39,8 @@ export const CSS = `
   line-height: 1.35;
   overflow-wrap: anywhere;
 }
+/* a panel on a projector: the text grows with the charts' (charts.ts) */
+.gpudask-view.gpudask-large { font-size: calc(var(--jp-ui-font-size1, 13px) * ${LARGE_SCALE}); }
 .gpudask-view *, .gpudask-view *::before, .gpudask-view *::after { box-sizing: border-box; }
 .gpudask-view [hidden] { display: none !important; }
 .gpudask-view section { min-width: 0; }
@@ -177,6 +180,14 @@ export const CSS = `
 .gpudask-stopped .gpudask-stream .uplot canvas,
 .gpudask-stopped .gpudask-progress .gpudask-bar-track,
 .gpudask-stopped .gpudask-workers .gpudask-bar-track { filter: grayscale(1); opacity: 0.6; }
+/* and so are its figures: the workers are gone, the counts are what they were */
+.gpudask-stopped .gpudask-progress, .gpudask-stopped .gpudask-workers,
+.gpudask-stopped .gpudask-recent { color: var(--gpudask-muted); }
+.gpudask-stream-empty { color: var(--gpudask-muted); padding: 6px 0; }
+.gpudask-message-detail { display: inline; margin-left: 0.5em; }
+.gpudask-message-detail[open] { display: block; margin: 2px 0 0; }
+.gpudask-message-detail summary, .gpudask-result-more summary { cursor: pointer; display: inline; }
+.gpudask-message-detail summary { text-decoration: underline; }
 .gpudask-tooltip {
   position: absolute; z-index: 10; max-width: min(320px, 90%); padding: 4px 8px;
   pointer-events: none; font-size: 0.92em;

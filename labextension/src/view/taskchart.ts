@@ -7,10 +7,10 @@ import uPlot from 'uplot';
 import {
   ChartParts,
   PADDING_TOP,
-  X_AXIS_SIZE,
   attachPointer,
   baseOptions,
   boxHook,
+  chartMetrics,
   selectHook,
   yAxis
 } from './charts';
@@ -19,28 +19,44 @@ import { el } from './dom';
 import { TaskRect, WorkerInfo } from './frame';
 import { LABEL_ROW, Lane, assignLanes, hoverLines, laneKey, rowHeight, taskAt } from './lanes';
 
-/** The characters of a lane label that fit the left axis (eight did not: the first was cut). */
-const LABEL_CHARS = 7;
+/** What an empty stream says. */
+export const NO_TASKS =
+  'No tasks yet: what the cluster runs appears here, one row per worker thread.';
 
-export function laneLabel(label: string): string {
-  if (label.length <= LABEL_CHARS) {
-    return label;
-  }
-  const thread = / #\d+$/.exec(label)?.[0] ?? '';
-  const keep = Math.max(1, LABEL_CHARS - thread.length - 1);
-  return `${label.slice(0, keep)}…${thread}`;
+export const NONE_IN_WINDOW = 'No task ran in this time window: double-click or Follow work.';
+
+/** What the time axis measures. */
+export const TIME_LABEL = 'time of day';
+
+/** The characters of a label that fit a left axis `axis` px wide in a `fontSize` px font. */
+export function labelChars(axis: number, fontSize: number): number {
+  return Math.max(4, Math.floor((axis - 6) / (fontSize * 0.58)));
 }
 
-/** Axis ticks for the lanes: every lane when rows are tall enough, else one per worker. */
-export function laneTicks(lanes: Lane[], row: number): { splits: number[]; labels: string[] } {
+/** A label cut to `chars` characters: its end is kept ("…ker 12 #2"), where workers' names
+ * differ (numbers, ports). */
+export function laneLabel(label: string, chars: number): string {
+  return label.length <= chars ? label : `…${label.slice(label.length - chars + 1)}`;
+}
+
+/** Axis ticks for the lanes: every lane when rows are tall enough, else one per worker; the
+ * worker's name on its first lane. */
+export function laneTicks(
+  lanes: Lane[],
+  row: number,
+  fontSize = 12,
+  chars = 9
+): { splits: number[]; labels: string[] } {
   const n = lanes.length;
+  const every = row >= LABEL_ROW * fontSize;
   const splits: number[] = [];
   const labels: string[] = [];
   lanes.forEach((lane, i) => {
     const firstOfWorker = i === 0 || lanes[i - 1].worker !== lane.worker;
-    if (row >= LABEL_ROW || firstOfWorker) {
+    if (every || firstOfWorker) {
+      // a worker's name on its first lane, "#2", "#3" on the next: "worker 0 #2" did not fit
       splits.push(n - i - 0.5);
-      labels.push(laneLabel(row >= LABEL_ROW ? lane.label : lane.label.replace(/ #\d+$/, '')));
+      labels.push(laneLabel(firstOfWorker ? lane.name : `#${lane.place}`, chars));
     }
   });
   return { splits, labels };
@@ -56,15 +72,19 @@ export class TaskChart {
   private index = new Map<string, number>();
   private colors: ReadonlyMap<string, string> = new Map();
   private row = 18;
+  private large = false;
   private pointerInside = false;
+  private readonly empty = el('div', 'gpudask-stream-empty');
 
   constructor(private readonly parts: ChartParts) {
     this.node.setAttribute('aria-label', 'Task stream');
     this.tooltip.hidden = true;
     this.tooltip.setAttribute('role', 'tooltip');
     this.plotHost.append(this.tooltip);
+    this.empty.hidden = true;
     this.node.append(
       el('div', 'gpudask-chart-title', 'Task stream (one row per worker thread)'),
+      this.empty,
       this.plotHost
     );
   }
@@ -80,16 +100,29 @@ export class TaskChart {
     workers: WorkerInfo[],
     colors: ReadonlyMap<string, string>,
     width: number,
-    names: Readonly<Record<string, string>> = {}
-  ): { rects: number; lanes: number } {
+    names: Readonly<Record<string, string>> = {},
+    held = rects.length
+  ): { rects: number; lanes: number; row: number } {
     this.rects = rects;
     this.colors = colors;
     this.lanes = assignLanes(rects, workers, names);
     this.index = new Map(this.lanes.map((lane, i) => [laneKey(lane.worker, lane.thread), i]));
-    this.row = rowHeight(this.lanes.length);
-    const height = Math.max(1, this.lanes.length) * this.row + X_AXIS_SIZE + PADDING_TOP;
+    this.row = rowHeight(this.lanes.length, width);
+    const metrics = chartMetrics(this.parts.large());
+    const height =
+      Math.max(1, this.lanes.length) * this.row + metrics.xAxis + metrics.fontSize + PADDING_TOP;
     const w = Math.floor(width);
+    if (this.plot && this.large !== this.parts.large()) {
+      this.destroy(); // its text was sized for the other layout
+    }
+    // nothing ran in the window yet: a sentence, not empty axes
+    this.empty.hidden = this.lanes.length > 0;
+    this.plotHost.hidden = this.lanes.length === 0;
+    if (this.lanes.length === 0) {
+      this.empty.textContent = held === 0 ? NO_TASKS : NONE_IN_WINDOW;
+    }
     if (!this.plot) {
+      this.large = this.parts.large();
       this.plot = this.create(w, height);
     } else if (this.plot.width !== w || this.plot.height !== height) {
       this.plot.setSize({ width: w, height });
@@ -97,7 +130,7 @@ export class TaskChart {
     const range = this.parts.range();
     this.plot.setData([[range.start, range.end]], true);
     const drawn = rects.filter(r => this.index.has(laneKey(r.worker, r.thread))).length;
-    return { rects: drawn, lanes: this.lanes.length };
+    return { rects: drawn, lanes: this.lanes.length, row: this.row };
   }
 
   destroy(): void {
@@ -107,18 +140,28 @@ export class TaskChart {
 
   private create(width: number, height: number): uPlot {
     const base = baseOptions(this.parts, width, height);
+    const metrics = chartMetrics(this.large);
+    const chars = labelChars(metrics.axis, metrics.fontSize);
+    const ticks = (): { splits: number[]; labels: string[] } =>
+      laneTicks(this.lanes, this.row, metrics.fontSize, chars);
     const plot = new uPlot(
       {
         ...base,
         scales: { ...base.scales, lanes: { range: () => [0, Math.max(1, this.lanes.length)] } },
         axes: [
-          base.xAxis,
+          {
+            ...base.xAxis,
+            label: TIME_LABEL,
+            labelSize: metrics.fontSize + 2,
+            labelFont: metrics.font,
+            labelGap: 0
+          },
           yAxis(this.parts, {
             scale: 'lanes',
             grid: { show: false },
             ticks: { show: false },
-            splits: () => laneTicks(this.lanes, this.row).splits,
-            values: () => laneTicks(this.lanes, this.row).labels
+            splits: () => ticks().splits,
+            values: () => ticks().labels
           })
         ],
         series: [{}],

@@ -4,8 +4,9 @@
  * whose every value is unknown is left out; workers that are not this kernel's are marked.
  */
 import { bar, el, setBar } from './dom';
-import { WorkerInfo } from './frame';
+import { WORKER_COUNTS, WorkerInfo } from './frame';
 import { formatBytes, formatPercent, fraction } from './format';
+import { workerLabel } from './names';
 
 export const COMPACT_WIDTH = 320;
 /** The width a table column needs at least, CSS px: a narrower view gets cards. */
@@ -35,8 +36,13 @@ function memoryCell(used: number | null, total: number | null): Cell | null {
   return { text, fraction: fraction(used, total) };
 }
 
+/** A count's word as a column heading: "Results held". */
+function heading(word: string): string {
+  return word[0].toUpperCase() + word.slice(1);
+}
+
 export const COLUMNS: Column[] = [
-  { heading: 'Worker', cell: w => ({ text: w.name || w.address }) },
+  { heading: 'Worker', cell: w => ({ text: w.name ? workerLabel(w.name) : w.address }) },
   { heading: 'Host', cell: w => (w.host ? { text: w.host } : null) },
   { heading: 'GPU', cell: w => (w.gpu?.name ? { text: w.gpu.name } : null) },
   {
@@ -51,9 +57,9 @@ export const COLUMNS: Column[] = [
     cell: w => (w.gpu ? memoryCell(w.gpu.memory_used, w.gpu.memory_total) : null)
   },
   { heading: 'Host memory', cell: w => memoryCell(w.memory, w.memory_limit) },
-  { heading: 'Running', cell: w => ({ text: String(w.executing) }) },
-  { heading: 'Ready', cell: w => ({ text: String(w.ready) }) },
-  { heading: 'In memory', cell: w => ({ text: String(w.in_memory) }) }
+  { heading: heading(WORKER_COUNTS.executing), cell: w => ({ text: String(w.executing) }) },
+  { heading: heading(WORKER_COUNTS.ready), cell: w => ({ text: String(w.ready) }) },
+  { heading: heading(WORKER_COUNTS.in_memory), cell: w => ({ text: String(w.in_memory) }) }
 ];
 
 /** The columns with at least one known value among `workers`. */
@@ -61,9 +67,11 @@ export function visibleColumns(workers: WorkerInfo[]): Column[] {
   return COLUMNS.filter(c => workers.some(w => c.cell(w) !== null));
 }
 
-/** "2 running · 0 ready · 16 in memory". */
+/** "2 running · 0 ready · 16 results held": the words of WORKER_COUNTS, as everywhere. */
 export function countsText(w: WorkerInfo): string {
-  return `${w.executing} running · ${w.ready} ready · ${w.in_memory} in memory`;
+  return (Object.keys(WORKER_COUNTS) as (keyof typeof WORKER_COUNTS)[])
+    .map(key => `${w[key]} ${WORKER_COUNTS[key]}`)
+    .join(' · ');
 }
 
 function cellNode(tag: 'td' | 'div', cell: Cell | null, label?: string): HTMLElement {
@@ -84,7 +92,7 @@ function cellNode(tag: 'td' | 'div', cell: Cell | null, label?: string): HTMLEle
 
 function nameNode(tag: 'td' | 'div', w: WorkerInfo): HTMLElement {
   const node = el(tag, 'gpudask-worker-name');
-  node.append(document.createTextNode(w.name || w.address));
+  node.append(document.createTextNode(w.name ? workerLabel(w.name) : w.address));
   if (!w.ours) {
     const mark = el('span', 'gpudask-badge', OTHERS);
     mark.title = 'Not started by this kernel: another client attached or joined these workers.';
