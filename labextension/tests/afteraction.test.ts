@@ -102,6 +102,27 @@ describe('the state after an action', () => {
     expect(button(node, 'start').disabled).toBe(false);
   });
 
+  it('keeps a stopped history greyed under a new cluster the frames do not carry yet', () => {
+    const { view, asked } = viewWithHost();
+    const old = { ...cpuCluster, address: 'tls://127.0.0.1:1', state: 'stopped' as const };
+    view.update(frame({ cluster: { ...old, stopped_at: T0 - 5 }, workers: twoWorkers }));
+    let node = painted(view);
+    expect(node.classList.contains('gpudask-stopped')).toBe(true);
+    button(node, 'start').click();
+    view.actionFinished(asked[0][0], {
+      ok: true,
+      action: 'start',
+      text: 'Started.',
+      cluster: running(2),
+      time: T0 + 0.5
+    });
+    node = painted(view);
+    expect(header(node)).toBe(`Cluster running (cpu), 2 workers, at ${ADDRESS}`);
+    expect(node.classList.contains('gpudask-stopped')).toBe(true); // the old work below
+    view.update(frame({ time: T0 + 1, cluster: cpuCluster, workers: twoWorkers }));
+    expect(painted(view).classList.contains('gpudask-stopped')).toBe(false);
+  });
+
   it('says the new number of workers in one paint after Scale', () => {
     const { view, asked } = viewWithHost();
     view.update(frame({ cluster: cpuCluster, workers: twoWorkers }));

@@ -276,7 +276,9 @@ export class GpuDaskView {
       this.actions.machine.phase,
       Date.now() / 1000
     );
-    const stopped = shown.cluster?.state === 'stopped';
+    // greyed: the cluster shown stopped, or the history below is a stopped one's (a new cluster
+    // started a moment ago, and the frames do not carry it yet)
+    const stopped = shown.cluster?.state === 'stopped' || state.cluster?.state === 'stopped';
     this.large = width >= LARGE_WIDTH;
     this.root.classList.toggle('gpudask-large', this.large);
     this.root.classList.toggle('gpudask-compact', compact);
