@@ -296,3 +296,21 @@ def test_the_sidebars_monitor_reaches_the_gateway_cluster_with_its_own_credentia
         client.scheduler_info()["workers"]
     )
     shell.run_line_magic("gpu_cluster", "stop")
+
+
+def test_start_gateway_help_lists_the_gateways_own_options(
+    shell: Any, hub_env: GatewayServer, capsys: Any
+) -> None:
+    """``start --gateway --help``: the magic's help, then the options this gateway offers, which
+    no fixed help can know; a gateway that does not answer is said in a sentence."""
+    shell.run_line_magic("gpu_cluster", "start --gateway --help")
+    out = capsys.readouterr().out
+    assert "%gpu_cluster start [" in out and "--option NAME=VALUE" in out, out  # the help
+    assert f"Cluster options of dask-gateway at {hub_env.address}" in out, out
+    for name in ("worker_cores", "worker_memory", "worker_gpus"):
+        assert name in out, out
+    nobody = f"http://127.0.0.1:{free_port()}"
+    shell.run_line_magic("gpu_cluster", f"start --gateway {nobody} --timeout 5 --help")
+    out = capsys.readouterr().out
+    assert "could not be read" in out and nobody in out, out
+    assert hub_env.running() == []  # a help starts nothing

@@ -55,6 +55,29 @@ def _user_error(err: GpuDaskError) -> UsageError:
     return UsageError(str(err))
 
 
+def _gateway_options_help(spec: Any, line: str) -> None:
+    """After ``start --gateway --help``: the cluster options that gateway offers, asked of it
+    within --timeout (they are the gateway's, so no fixed help can list them)."""
+    from ..cluster import commands
+    from ..config import get
+
+    asked = " ".join(word for word in line.split() if word not in {"-h", "--help"})
+    try:
+        args = parsers.parse(spec, asked)
+    except UsageError:  # the help above says what is wrong with the line
+        return
+    if args is None:
+        return
+    timeout = args.timeout if args.timeout is not None else float(get("startup-timeout"))
+    try:
+        where, _, offered = commands.gateway_clusters(args.gateway or None, args.auth, timeout)
+    except GpuDaskError as err:
+        print(f"The gateway's own cluster options could not be read: {err}")
+        return
+    print(f"Cluster options of dask-gateway at {where} (--option NAME=VALUE):")
+    print(f"  {offered.describe()}")
+
+
 def _settle_imports() -> None:
     """:func:`..cluster.prewarm.under_way`, before a command imports on the main thread (a
     function of its own so that the module is imported only when a command runs)."""
@@ -166,6 +189,8 @@ class GpuDaskMagics(Magics):
             raise parsers.unknown_subcommand(sub)
         args = parsers.parse(spec, rest)
         if args is None:
+            if sub == "start" and "--gateway" in rest.split():
+                _gateway_options_help(spec, rest)
             return None
         try:
             if sub in _OPERATIONS:
