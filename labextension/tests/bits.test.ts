@@ -46,7 +46,7 @@ describe('small pieces', () => {
     );
     expect(stopped.text).toMatch(/: what this view saw of its work is kept below, greyed\.$/);
     const empty = clusterText({ ...cluster, state: 'stopped', stopped_at: 0 }, 2, null, false);
-    expect(empty.text).toMatch(/: no task of it is left in the history\.$/);
+    expect(empty.text).toMatch(/: no task ran on it within the history this view keeps\.$/);
     const detached = { ...cluster, state: 'stopped' as const, stopped_at: 0, mode: 'attached' };
     expect(clusterText(detached, 2, null).text).toMatch(
       /^Detached at \d\d:\d\d:\d\d from the cluster at tcp:\/\/127\.0\.0\.1:8786, which may still run/

@@ -46,7 +46,7 @@ export function clusterText(
       const at = cluster.stopped_at === null ? '' : ` at ${formatClock(cluster.stopped_at)}`;
       const kept = tasksKept
         ? 'what this view saw of its work is kept below, greyed'
-        : 'no task of it is left in the history';
+        : 'no task ran on it within the history this view keeps';
       const what =
         cluster.mode === 'attached'
           ? `Detached${at} from the cluster at ${where}, which may still run: ${kept}.`
