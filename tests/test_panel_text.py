@@ -161,6 +161,7 @@ def test_the_text_snapshot_shows_the_room_as_the_viewer_may_see_it() -> None:
         "who": "you",
         "you": True,
         "share": 7 * 2**30,
+        "relied_on": None,
         "used": 3 * 2**30,
         "utilization": 12.0,
         "last_work": time.time(),

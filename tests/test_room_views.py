@@ -27,6 +27,7 @@ from gpudask_jupyter.machine import nvml, processes
 from gpudask_jupyter.monitor import THREAD_NAME, Monitor
 from gpudask_jupyter.monitor.room_watch import READ_EVERY, RoomParts
 from gpudask_jupyter.registry.kernel_id import kernel_id
+from gpudask_jupyter.text.units import format_bytes
 from gpudask_jupyter.widget.shared_monitor import KEY, kernel_room
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
@@ -141,6 +142,7 @@ def test_the_panels_frame_carries_the_room_from_its_lease_files(
     assert you["share"] == 3 * GiB and you["used"] == unknown_use()
     assert abs(you["last_work"] - (before - 5)) < 1.5
     assert you["idle"] is False and you["above"] is False
+    assert you["relied_on"] is None  # a planned room: the share itself is promised
     # the same user's other kernel: shown, not as the kernel this panel follows, and idle
     (mine,) = second["shown"]
     assert mine["who"] == f"you (kernel {other_process})" and mine["you"] is False
@@ -330,3 +332,13 @@ def test_elastic_shares_are_shown_as_the_machine_measures_them(
     usable = 16 * GiB - 2 * CONTEXTS
     assert shares == {"you": usable - greedy, f"you (kernel {other_process})": greedy}
     assert gpu["not_promised"] == 16 * GiB - greedy - 2 * CONTEXTS
+    with dask.config.set({"gpudask.room-students": 0}):
+        text = str(room_view.table(room_view.read()))  # %gpu_cluster room says it too
+    assert f"{format_bytes(greedy)} lent ({format_bytes(greedy)} relied on)" in text, text
+    # lent shares say what each holder can rely on whoever comes: its own holding here
+    relied = {h["who"]: h["relied_on"] for h in gpu["shown"]}
+    assert relied[f"you (kernel {other_process})"] == greedy, relied
+    assert all(
+        isinstance(v, int) and 0 <= v <= h
+        for v, h in zip(relied.values(), shares.values(), strict=True)
+    )

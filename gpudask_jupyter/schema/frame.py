@@ -264,6 +264,10 @@ class RoomHolder(TypedDict):
     """The lease of the kernel this view follows."""
     share: int
     """Bytes of the GPU's memory the holder may take."""
+    relied_on: int | None
+    """Where the share is lent (a room nobody planned: shares follow the holders present), the
+    bytes the room keeps for this holder whoever comes; None where the share itself is promised
+    (a planned room). "15 GiB share" beside "15 GiB not promised" read as a bug without it."""
     used: int | None
     """Bytes in use on this GPU by the holder's processes; None where unknown (no NVML)."""
     utilization: float | None

@@ -81,8 +81,14 @@ def _room_lines(frame: Frame) -> list[str]:
                 for m, on in (("above the share", holder["above"]), ("idle", holder["idle"]))
                 if on
             ]
+            lent = holder.get("relied_on")
+            share = (
+                f"a {format_bytes(holder['share'])} share"
+                if lent is None
+                else f"{format_bytes(holder['share'])} lent, {format_bytes(lent)} relied on"
+            )
             lines.append(
-                f"    {holder['who']}: {used} of a {format_bytes(holder['share'])} share"
+                f"    {holder['who']}: {used} of {share}"
                 + (f" ({', '.join(marks)})" if marks else "")
             )
         if gpu["others"]:

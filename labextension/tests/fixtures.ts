@@ -117,6 +117,7 @@ export function roomHolder(overrides: Partial<RoomHolder> = {}): RoomHolder {
     who: 'you',
     you: true,
     share: 4 * GiB,
+    relied_on: null,
     used: GiB,
     utilization: null,
     last_work: T0 - 60,

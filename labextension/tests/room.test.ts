@@ -65,6 +65,24 @@ describe('the room section', () => {
     expect(roomNote(room([], { names: true, idle_after: 120 }))).toBe('Idle: no work for 2 min.');
   });
 
+  it('says where a share is lent and what its holder can rely on', () => {
+    // a 16 GiB GPU nobody planned: one holder may take 15 GiB, all of it lent
+    const alone = roomHolder({ used: 2 * GiB, share: 15 * GiB, relied_on: 15 * GiB });
+    expect(holderText(alone, T0)).toBe(
+      '2 GiB of 15 GiB lent (15 GiB relied on) · last work 60 s ago'
+    );
+    const unknown = roomHolder({ used: null, share: 8 * GiB, relied_on: 4 * GiB });
+    expect(holderText(unknown, T0)).toBe('share 8 GiB lent (4 GiB relied on) · last work 60 s ago');
+    const lentRoom = room([roomGpu({ not_promised: 15 * GiB, shown: [alone] })], {
+      names: true,
+      idle_after: 120
+    });
+    expect(roomNote(lentRoom)).toBe(
+      'Idle: no work for 2 min. Shares are lent while a GPU has room and shrink as students ' +
+        'arrive, never below what each relies on.'
+    );
+  });
+
   it("draws a student's room: their own row marked, the others counted", () => {
     const section = new RoomSection();
     container.append(section.node);

@@ -61,6 +61,7 @@ def _holder(holding: room_view.Holding, kernel: str, now: float) -> RoomHolder:
         who="you" if you else holding.who,
         you=you,
         share=holding.share,
+        relied_on=holding.promise if holding.elastic else None,
         used=holding.used,
         utilization=holding.utilization,
         last_work=now - holding.idle,

@@ -197,6 +197,13 @@ def _memory(used: int | None, total: int) -> str:
     return f"{format_bytes(used)} / {format_bytes(total)}" if used is not None else "–"
 
 
+def _share(h: Holding) -> str:
+    """A holder's share; a lent one says so, with what the holder can rely on."""
+    if h.elastic and h.promise is not None:
+        return f"{format_bytes(h.share)} lent ({format_bytes(h.promise)} relied on)"
+    return format_bytes(h.share)
+
+
 def table(room: Room) -> Table:
     """``%gpu_cluster room``: a row per GPU, then a row per holder the viewer may see."""
     title = f"The room: {len(room.gpus)} GPU(s), {sum(len(g.holdings) for g in room.gpus)} holders"
@@ -218,7 +225,7 @@ def table(room: Room) -> Table:
                 out.add(
                     "",
                     h.who,
-                    format_bytes(h.share),
+                    _share(h),
                     _memory(h.used, h.share)
                     + (f", {h.utilization}% busy" if h.utilization is not None else ""),
                     f"{format_seconds(h.idle)} ago",

@@ -248,6 +248,12 @@ export interface RoomHolder {
   you: boolean;
   /** Bytes of the GPU's memory the holder may take. */
   share: number;
+  /**
+   * Where the share is lent (a room nobody planned: shares follow the holders present), the bytes
+   * the room keeps for this holder whoever comes; None where the share itself is promised (a
+   * planned room). "15 GiB share" beside "15 GiB not promised" read as a bug without it.
+   */
+  relied_on: number | null;
   /** Bytes in use on this GPU by the holder's processes; None where unknown (no NVML). */
   used: number | null;
   /**

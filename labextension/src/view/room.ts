@@ -25,12 +25,16 @@ export function sinceText(lastWork: number, now: number): string {
   return seconds < 1 ? 'just now' : `${formatDuration(seconds)} ago`;
 }
 
-/** "3.2 GiB of 17 GiB · 12 % busy · last work 12 s ago" (the share alone where use is unknown). */
+/** "3.2 GiB of 17 GiB · 12 % busy · last work 12 s ago" (the share alone where use is unknown);
+ * a lent share: "3.2 GiB of 15 GiB lent (7 GiB relied on) · …". */
 export function holderText(holder: RoomHolder, now: number): string {
+  // a lent share says so, with what the holder can rely on whoever comes
+  const share =
+    holder.relied_on === null
+      ? formatBytes(holder.share)
+      : `${formatBytes(holder.share)} lent (${formatBytes(holder.relied_on)} relied on)`;
   const parts = [
-    holder.used === null
-      ? `share ${formatBytes(holder.share)}`
-      : `${formatBytes(holder.used)} of ${formatBytes(holder.share)}`
+    holder.used === null ? `share ${share}` : `${formatBytes(holder.used)} of ${share}`
   ];
   if (holder.utilization !== null) {
     parts.push(`${formatPercent(holder.utilization)} busy`);
@@ -57,9 +61,14 @@ export function othersText(gpu: RoomGpu): string {
 /** What the section says under its GPUs: who is named, and what idle means. */
 export function roomNote(room: RoomInfo): string {
   const idle = `Idle: no work for ${formatDuration(room.idle_after)}.`;
-  return room.names
+  const lent = room.gpus.some(gpu => gpu.shown.some(h => h.relied_on !== null))
+    ? ' Shares are lent while a GPU has room and shrink as students arrive, never below what ' +
+      'each relies on.'
+    : '';
+  const note = room.names
     ? idle
     : `Other students are counted, not named (the room-names option names them). ${idle}`;
+  return note + lent;
 }
 
 function holderRow(holder: RoomHolder, now: number): HTMLLIElement {
