@@ -36,11 +36,12 @@ def test_students_spread_over_the_gpus_and_see_their_share(kernels: Any, room_en
     one = run(first, START)
     assert one["status"] == "ok", one["output"]
     assert "room: GPU 0 had nobody else" in one["output"], one["output"]
-    # planned for 2 holders a GPU (4 students, 2 GPUs): half of 16 GiB, two contexts set aside
+    # planned for 2 holders a GPU (4 students, 2 GPUs): half of 16 GiB, two contexts set aside;
+    # the seam's CPU cluster: its workers take no part of it, and the line says so
     assert (
-        "Your share of GPU 0: 7 GiB (3.5 GiB for this kernel, 3.5 GiB for its worker)"
-        in (one["output"])
-    )
+        "Your share of GPU 0: 7 GiB (3.5 GiB for this kernel's own GPU work; its workers are "
+        "CPU workers and take none)" in one["output"]
+    ), one["output"]
     two = run(second, START)
     assert "room: GPU 1 had nobody else" in two["output"], two["output"]
     room = run(first, "%gpu_cluster room")

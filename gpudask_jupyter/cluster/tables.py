@@ -238,7 +238,7 @@ def _with_links_and_notes(table: Table, session: ClusterSession, *notes: str) ->
     if session.room is not None:
         from .room import holder
 
-        table.notes.append(holder.describe(session.room))
+        table.notes.append(holder.describe(session.room, cpu_workers=session.mode == "cpu"))
     if session.mode == "cpu":
         table.notes.append(f"no GPU: {session.cpu_reason}")
     if session.joined is not None:

@@ -382,15 +382,24 @@ def undone_on_failure() -> Iterator[None]:
         raise
 
 
-def describe(held: Held) -> str:
-    """The start's line about the room: which GPU, why, the share, and what it can rely on."""
+def describe(held: Held, cpu_workers: bool = False) -> str:
+    """The start's line about the room: which GPU, why, the share, and what it can rely on.
+    ``cpu_workers``: the cluster's workers are CPU workers, so no part of the share is theirs
+    (it said "for its worker" of two CPU workers)."""
     parts = []
     for device in held.devices:
         share = held.lease.on(device.uuid)
-        if share is not None:
+        if share is None:
+            continue
+        kernel = format_bytes(caps.kernel_part(share.share))
+        if cpu_workers:
             parts.append(
-                f"GPU {device.label}: {format_bytes(share.share)} "
-                f"({format_bytes(caps.kernel_part(share.share))} for this kernel, "
+                f"GPU {device.label}: {format_bytes(share.share)} ({kernel} for this kernel's "
+                "own GPU work; its workers are CPU workers and take none)"
+            )
+        else:
+            parts.append(
+                f"GPU {device.label}: {format_bytes(share.share)} ({kernel} for this kernel, "
                 f"{format_bytes(caps.worker_part(share.share))} for its worker)"
             )
     kernel = "" if held.pinned else "; the kernel's own GPU work stays where CUDA started in it"
