@@ -58,10 +58,15 @@ def room(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RoomDir]:
         yield directory
 
 
+NOTEBOOK = "02_pandas_to_cudf.ipynb"
+
+
 @pytest.fixture
 def other_process() -> Iterator[int]:
-    """A live process of this user that is not this one: the pid of another kernel's lease."""
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    """A live process of this user that is not this one: the pid of another kernel's lease,
+    started as Jupyter's server starts a notebook's kernel (its notebook in the environment)."""
+    env = {**os.environ, "JPY_SESSION_NAME": f"course/{NOTEBOOK}"}
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
     try:
         yield child.pid
     finally:
@@ -145,7 +150,7 @@ def test_the_panels_frame_carries_the_room_from_its_lease_files(
     assert you["relied_on"] is None  # a planned room: the share itself is promised
     # the same user's other kernel: shown, not as the kernel this panel follows, and idle
     (mine,) = second["shown"]
-    assert mine["who"] == f"you (kernel {other_process})" and mine["you"] is False
+    assert mine["who"] == f"you ({NOTEBOOK})" and mine["you"] is False
     assert mine["idle"] is True and mine["share"] == 2 * GiB
     assert second["not_promised"] == 16 * GiB - 2 * GiB - CONTEXTS
     assert frame["messages"] == []
@@ -160,7 +165,7 @@ def test_the_sidebar_marks_the_notebook_in_focus_as_you(room: RoomDir, other_pro
     focused = parts("k-focus")["gpus"][1]["shown"][0]
     assert (focused["who"], focused["you"]) == ("you", True)
     elsewhere = parts("k-another")["gpus"][1]["shown"][0]
-    assert (elsewhere["who"], elsewhere["you"]) == (f"you (kernel {other_process})", False)
+    assert (elsewhere["who"], elsewhere["you"]) == (f"you ({NOTEBOOK})", False)
 
 
 @pytest.fixture
@@ -330,14 +335,14 @@ def test_elastic_shares_are_shown_as_the_machine_measures_them(
     shares = {h["who"]: h["share"] for h in gpu["shown"]}
     greedy = 10 * GiB - CONTEXTS // 2  # what its process holds, its context set aside
     usable = 16 * GiB - 2 * CONTEXTS
-    assert shares == {"you": usable - greedy, f"you (kernel {other_process})": greedy}
+    assert shares == {"you": usable - greedy, f"you ({NOTEBOOK})": greedy}
     assert gpu["not_promised"] == 16 * GiB - greedy - 2 * CONTEXTS
     with dask.config.set({"gpudask.room-students": 0}):
         text = str(room_view.table(room_view.read()))  # %gpu_cluster room says it too
     assert f"{format_bytes(greedy)} lent ({format_bytes(greedy)} relied on)" in text, text
     # lent shares say what each holder can rely on whoever comes: its own holding here
     relied = {h["who"]: h["relied_on"] for h in gpu["shown"]}
-    assert relied[f"you (kernel {other_process})"] == greedy, relied
+    assert relied[f"you ({NOTEBOOK})"] == greedy, relied
     assert all(
         isinstance(v, int) and 0 <= v <= h
         for v, h in zip(relied.values(), shares.values(), strict=True)

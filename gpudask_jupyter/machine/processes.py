@@ -115,3 +115,27 @@ def _psutil_uid(pid: int) -> int | None:
         return int(psutil.Process(pid).uids().real)
     except (psutil.Error, OSError):
         return None
+
+
+#: what Jupyter's server puts in a kernel's environment: the path of its notebook
+SESSION_NAME = "JPY_SESSION_NAME"
+
+
+def notebook_of(pid: int) -> str | None:
+    """The notebook a kernel process of this user serves, by its file name, from the
+    environment Jupyter's server started it with; None where it has none or it cannot be read
+    (another user's process, a kernel started without a server, not Linux). Read from the
+    process itself, so that no file another user can read names a notebook."""
+    if not _linux():
+        return None
+    try:
+        environ = (PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return None
+    prefix = SESSION_NAME.encode() + b"="
+    for item in environ.split(b"\0"):
+        if item.startswith(prefix):
+            path = item[len(prefix) :].decode(errors="replace").strip()
+            name = path.rstrip("/").rsplit("/", 1)[-1]
+            return name[:80] or None
+    return None

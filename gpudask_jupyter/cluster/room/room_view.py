@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ... import config
-from ...machine import nvml
+from ...machine import nvml, processes
 from ...text.table import Table
 from ...text.units import format_bytes, format_seconds
 from . import holder, measure, placement, shares
@@ -189,7 +189,10 @@ def _who(lease: Lease, names: bool) -> str:
     if lease.pid == os.getpid():
         return "you"
     if lease.uid == os.getuid():
-        return f"you (kernel {lease.pid})"
+        # the notebook, which a student can find; a kernel's number, which they cannot, only
+        # where no notebook is known
+        notebook = processes.notebook_of(lease.pid)
+        return f"you ({notebook})" if notebook else f"you (kernel {lease.pid})"
     return lease.user if names else ""
 
 
