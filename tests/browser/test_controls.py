@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lab_support import Lab, measured, run_all, shot, view_data
+from lab_support import Lab, axe_violations, measured, run_all, set_theme, shot, view_data
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -114,6 +114,7 @@ def test_scale_and_stop_from_the_sidebar(lab: Lab, page: Any) -> None:
     assert box.get_attribute("aria-invalid") == "true"
     measured("sidebar: the refusal two frames later", status.inner_text())
     shot(page, "sidebar-refusal")
+    assert axe_violations(page, SIDEBAR) == []
     box.fill("2")
     assert refusal not in status.inner_text()
 
@@ -135,3 +136,13 @@ def test_scale_and_stop_from_the_sidebar(lab: Lab, page: Any) -> None:
     assert not any("failed" in s for s in seen), seen
     _rerun_check(page, "ALIVE True")
     shot(page, "sidebar-started-again")
+    assert axe_violations(page, SIDEBAR) == []
+
+    # the same, dark: the theme's setting, then a reload (the sidebar follows the notebook again)
+    set_theme(page, lab, dark=True)
+    try:
+        cluster.filter(has_text="Cluster running").wait_for(timeout=60_000)
+        shot(page, "sidebar-started-again-dark")
+        assert axe_violations(page, SIDEBAR) == []
+    finally:
+        set_theme(page, lab, dark=False)
