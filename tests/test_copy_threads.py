@@ -27,7 +27,11 @@ def _window(seconds: float) -> float:
 
 
 def test_other_processes_spinning_are_counted() -> None:
-    count = min(2, cores.usable_cores() - 1)  # a core stays for the test itself
+    """Spinners add their cores to what other processes keep busy, or fill the machine: on a
+    machine already busy (two cores, a browser beside the tests) they cannot add a whole core
+    each, and a full machine is what the count must then say."""
+    usable = cores.usable_cores()
+    count = min(2, usable - 1)  # a core stays for the test itself
     if count < 1:
         pytest.skip("needs two cores: one to keep busy, one for the test")
     quiet = _window(0.5)
@@ -39,17 +43,22 @@ def test_other_processes_spinning_are_counted() -> None:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-    assert busy >= quiet + 0.8 * count, (quiet, busy)
+    assert busy >= min(quiet + 0.8 * count, usable - 0.3), (quiet, busy, usable)
 
 
 def test_this_process_own_work_is_not_counted() -> None:
+    """This process's busy core is not counted among the others', measured against what the
+    other processes keep busy just before and after (the machine need not be quiet)."""
+    around = [_window(0.4)]
     before = cores.sample()
     end = time.monotonic() + 0.6
     while time.monotonic() < end:  # this process keeps one core busy
         pass
     after = cores.sample()
+    around.append(_window(0.4))
     assert before is not None and after is not None
-    assert cores.others_busy(before, after) < 0.8
+    spun = cores.others_busy(before, after)
+    assert spun < max(around) + 0.6, (spun, around)
 
 
 def test_fewer_threads_while_busy_never_below_two(monkeypatch) -> None:
