@@ -85,6 +85,70 @@ def test_a_distribute_block_beyond_the_workers_share_is_refused_before_any_alloc
         assert capped.reserved == 0
 
 
+def test_memory_kept_for_reuse_is_given_back_once_nothing_made_from_it_is_held(
+    rmm: Any,
+) -> None:
+    """CUDA's asynchronous pool keeps what was freed, and NVML shows it held: a holder above an
+    equal part gives it back, and the old pool goes with the last buffer made from it."""
+    from gpudask_jupyter.cluster.room.allocator import Capped
+
+    capped = Capped(200 * MiB)
+    big = rmm.mr.allocate(150 * MiB)
+    rmm.mr.deallocate(big)
+    del big
+    assert rmm.mr.device_memory() == 150 * MiB  # freed, yet held as far as NVML can tell
+    kept = rmm.mr.allocate(10 * MiB)  # a frame the student keeps
+    assert capped.give_back()
+    after = rmm.mr.allocate(20 * MiB)  # from the new pool
+    assert rmm.mr.device_memory() == 150 * MiB + 20 * MiB  # the old one holds the kept frame
+    assert capped.held() == 30 * MiB
+    with pytest.raises(MemoryError):
+        rmm.mr.allocate(171 * MiB)  # the cap counts both pools' buffers
+    rmm.mr.deallocate(kept)
+    del kept
+    capped.refresh()
+    assert rmm.mr.device_memory() == 20 * MiB  # the old pool went with its last buffer
+    rmm.mr.deallocate(after)
+    assert capped.held() == 0
+
+
+def test_a_pool_the_student_asked_for_or_a_resource_made_over_the_cap_is_not_given_back(
+    rmm: Any,
+) -> None:
+    from gpudask_jupyter.cluster.room.allocator import Capped, pool_upstream
+
+    assert not Capped(100 * MiB, upstream=pool_upstream(64 * MiB)).give_back()
+    capped = Capped(100 * MiB)
+    rmm.mr.set_current_device_resource(rmm.mr.CudaMemoryResource())  # dask-cuda's set-up
+    capped.refresh()
+    assert not capped.give_back()
+
+
+def test_a_kernel_with_cupy_alone_gives_back_cupys_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+    import types
+
+    from gpudask_jupyter.cluster.room import caps
+
+    freed: list[bool] = []
+    pool = types.SimpleNamespace(
+        set_limit=lambda size: None, free_all_blocks=lambda: freed.append(True)
+    )
+    cupy = types.SimpleNamespace(get_default_memory_pool=lambda: pool)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "rmm" else real(name, *a)
+    )
+    monkeypatch.setattr(caps, "_kernel_cap", None)
+    monkeypatch.setattr(caps, "_capped", None)
+    assert not caps.give_back()  # no cap installed: nothing of the kernel's to give back
+    assert caps.install_kernel_cap(100 * MiB) == 50 * MiB
+    assert caps.give_back() and freed == [True]
+
+
 def test_a_resource_made_current_over_the_cap_is_capped_again(rmm: Any) -> None:
     """dask-cuda's RMM set-up runs after the workers' preload and makes its own resource
     current: the next look puts the cap back over it."""
@@ -139,6 +203,29 @@ def test_a_worker_holds_itself_to_its_kernels_share_over_the_pool_asked_for(
     assert rmm.mr.get_current_device_resource().get_allocation_limit() == 50 * MiB
 
 
+def test_a_worker_gives_back_its_pools_cache_when_its_kernel_asks(
+    rmm: Any, own_lease: Lease
+) -> None:
+    """The kernel asks through its own lease (``give_back``), the worker follows at its next
+    look; a worker that starts after a request does not take it as its own."""
+    from gpudask_jupyter.cluster.room import worker_share
+
+    room = RoomDir(Path(str(own_lease.path)).parent.parent)
+    own_lease.pool = 0
+    own_lease.give_back = 3  # asked before this worker started
+    room.write(own_lease)
+    follower = worker_share.WorkerShare(_Worker(), room.path)
+    assert follower.step()
+    buffer = rmm.mr.allocate(150 * MiB)
+    rmm.mr.deallocate(buffer)
+    del buffer
+    assert follower.step() and rmm.mr.device_memory() == 150 * MiB  # nothing asked: kept
+    own_lease.give_back = 4
+    room.write(own_lease)
+    assert follower.step()
+    assert rmm.mr.device_memory() == 0
+
+
 def test_a_gpu_worker_that_cannot_cap_itself_does_not_run_on_a_share(
     own_lease: Lease, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -165,9 +252,9 @@ def test_the_room_asks_dask_cuda_to_leave_rmm_alone() -> None:
         "rmm_async": False,
     }
     assert caps.worker_pool("256MiB", 16 * 2**30) == 256 * MiB
-    assert (
-        leases.lease_from_json(
-            Lease(1, "u", 2, 3, "k", [Share("g", 0, 1)], 0.0, 0.0, pool=5).to_json().encode()
-        ).pool
-        == 5
+    read = leases.lease_from_json(
+        Lease(1, "u", 2, 3, "k", [Share("g", 0, 1)], 0.0, 0.0, pool=5, give_back=2)
+        .to_json()
+        .encode()
     )
+    assert (read.pool, read.give_back) == (5, 2)

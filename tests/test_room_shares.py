@@ -103,6 +103,22 @@ def test_shares_shrink_as_students_arrive_and_grow_as_they_leave_whoever_leaves(
     assert set(_caps(holders, _memory({})).values()) == {_usable(3) // 3}
 
 
+def test_a_holder_is_above_the_level_where_its_hold_keeps_others_below_equal_parts() -> None:
+    """Above the level, what a holder's pools keep cached keeps the others from an equal part:
+    its kernel asks for it back (holder.follow_once); alone, or within an equal part, never."""
+    a, b = _lease(11), _lease(12, 2.0)
+    cached = _memory({11: _holding(100 * GiB)})  # freed by A, kept by its pool
+    assert not shares.above_level(a, [a], cached)  # alone: nobody is kept from anything
+    assert shares.above_level(a, [a, b], cached)
+    assert not shares.above_level(b, [a, b], cached)
+    half = _memory({11: _holding(_usable(2) // 2)})
+    assert not shares.above_level(a, [a, b], half)  # an equal part is its own
+    a_little = _memory({11: _holding(_usable(2) // 2 + 10 * 2**20)})
+    assert shares.above_level(a, [a, b], a_little)
+    assert not shares.above_level(a, [a, b], a_little, margin=64 * 2**20)
+    assert not shares.above_level(a, [a, b], {})  # a GPU it cannot see: nothing measured
+
+
 def test_the_newest_holder_leaving_leaves_caps_that_fit_what_is_free() -> None:
     """The issue's case on a 140 GiB GPU: B arrives while A holds nothing; A grows to 100 GiB;
     C arrives and leaves. A may still hold its 100 GiB, and B's cap is what A does not hold:

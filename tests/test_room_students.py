@@ -21,6 +21,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,42 @@ def test_the_newest_holder_leaving_leaves_shares_of_what_is_free(
     assert _share_becomes(a, 100 * GiB) == 100 * GiB  # never below what it holds
     free = 140 * GiB - (100 * GiB + CONTEXT_RESERVE) - CONTEXT_RESERVE  # B's own context
     assert left <= free
+
+
+def _asked_to_give_back(room: Path, pid: int) -> int:
+    """How often the kernel ``pid`` asked its processes to give back cached memory, as its lease
+    says; waits (deadline far above its one-second look) until it asked at least once."""
+    end = time.monotonic() + 60
+    asked = 0
+    while time.monotonic() < end:
+        own = [lease for lease in RoomDir(room).leases() if lease.pid == pid]
+        asked = own[0].give_back if own else 0
+        if asked:
+            break
+        time.sleep(0.1)
+    return asked
+
+
+def test_a_holder_above_an_equal_part_gives_back_what_its_pools_keep(
+    kernels: Any, elastic: Path, room_env: Path
+) -> None:
+    """The H200's case: A took 100 GiB alone and freed it, but its pools keep it, so NVML shows
+    it held. Alone, A keeps it; when B comes, A's kernel asks its processes to give it back,
+    and once the machine shows it given back, A and B have equal parts."""
+    _, a = kernels()
+    assert run(a, START)["status"] == "ok"
+    a_pid = int(run(a, "import os; print(os.getpid())")["output"])
+    _show(elastic, {a_pid: 100 * GiB})
+    assert _share_becomes(a, _usable(2)) == _usable(2)  # alone: the whole GPU, nothing asked
+    assert [lease.give_back for lease in RoomDir(room_env).leases()] == [0]
+    _, b = kernels()
+    assert run(b, START)["status"] == "ok"
+    assert _asked_to_give_back(room_env, a_pid) >= 1
+    _show(elastic, {a_pid: 0})  # what the GPU shows once A's pools went
+    two = _usable(4) // 2
+    assert [_share_becomes(kc, two) for kc in (a, b)] == [two, two]
+    b_pid = int(run(b, "import os; print(os.getpid())")["output"])
+    assert [lease.give_back for lease in RoomDir(room_env).leases() if lease.pid == b_pid] == [0]
 
 
 def test_a_clock_step_leaves_every_live_kernels_files(

@@ -14,6 +14,13 @@ must be one ``cudaMalloc`` to be exported whole) is :meth:`Capped.reserve`\\ d f
 against the same cap, refused when it does not fit. Where someone else makes another resource
 current over ours (dask-cuda's RMM set-up, a user's ``rmm.reinitialize``), :meth:`Capped.
 refresh` puts the cap back over it.
+
+CUDA's asynchronous allocator, as RMM makes it, keeps what was freed for reuse: NVML shows it held
+by the process, so a student who once took most of the GPU alone would keep it, cached, after
+others came. :meth:`Capped.give_back` hands it back by making a new pool the upstream of the
+allocations to come; the old pool goes, with what it keeps, when the last buffer made from it is
+freed (RMM's buffers keep their resource alive until then). A pool the student asked for
+(``--rmm-pool-size``) is memory held on purpose and is kept.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ class Capped:
         import rmm
 
         self._lock = threading.Lock()
+        self._own_pool = upstream is None  # CUDA's asynchronous pool, made here: renewable
         self._upstream = upstream if upstream is not None else rmm.mr.CudaAsyncMemoryResource()
         self._adaptors: list[Any] = []
         self._current: Any = None
@@ -63,9 +71,7 @@ class Capped:
     def _make(self, cap: int) -> None:
         import rmm
 
-        self._adaptors = [
-            a for a in self._adaptors if a is self._current or a.get_allocated_bytes() > 0
-        ]
+        self._prune()
         held = self._held()
         adaptor = rmm.mr.LimitingResourceAdaptor(
             self._upstream, allocation_limit=max(0, cap - held - self.reserved)
@@ -78,6 +84,28 @@ class Capped:
         log.debug(
             "GPU allocations capped at %d bytes (%d held, %d reserved)", cap, held, self.reserved
         )
+
+    def _prune(self) -> None:
+        """Let go of the earlier adaptors that hold nothing (and of their upstream with them)."""
+        self._adaptors = [
+            a for a in self._adaptors if a is self._current or a.get_allocated_bytes() > 0
+        ]
+
+    def give_back(self) -> bool:
+        """Hand back to CUDA the memory this process's pool keeps for reuse: the allocations to
+        come are made from a new pool, and the old one goes, with what it keeps, once nothing
+        made from it is held. False where the pool is not this object's to renew (a pool the
+        user asked for, a resource someone else made current)."""
+        import rmm
+
+        with self._lock:
+            if not self._own_pool:
+                return False
+            self._upstream = rmm.mr.CudaAsyncMemoryResource()
+            self._make(self.cap)
+            self._prune()
+            log.info("the GPU memory this process kept for reuse is given back")
+            return True
 
     def refresh(self) -> None:
         """Give back to the current adaptor what earlier ones have freed since it was made, and
@@ -93,8 +121,10 @@ class Capped:
                     type(current).__name__,
                 )
                 self._upstream = current
+                self._own_pool = False
                 self._make(self.cap)
                 return
+            self._prune()  # an earlier pool goes with the last buffer made from it
             earlier = sum(a.get_allocated_bytes() for a in self._adaptors if a is not self._current)
             if self._earlier - earlier >= REFRESH_AFTER:
                 self._make(self.cap)

@@ -172,6 +172,20 @@ def refresh_kernel_cap() -> None:
         _capped.refresh()
 
 
+def give_back() -> bool:
+    """Hand back to CUDA what the kernel's allocator keeps for reuse after it was freed (RMM's
+    asynchronous pool, :meth:`.allocator.Capped.give_back`, or CuPy's own pool); False where
+    there is nothing of the kind to give back."""
+    if _capped is not None:
+        return bool(_capped.give_back())
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and _kernel_cap is not None:
+        cupy.get_default_memory_pool().free_all_blocks()
+        log.info("the GPU memory CuPy kept for reuse in this kernel is given back")
+        return True
+    return False
+
+
 def kernel_held() -> int:
     """Bytes the kernel's capped allocations hold now (0 without a cap)."""
     if _capped is not None:

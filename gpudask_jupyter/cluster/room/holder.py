@@ -44,6 +44,8 @@ TEST_GPUS = "GPUDASK_ROOM_TEST_GPUS"
 FOLLOW_EVERY = 1.0
 #: a change of what the kernel's capped allocations hold that is written to its lease
 HELD_CHANGE = 64 * 2**20
+#: seconds between two requests of a holder above the level to give back cached memory
+GIVE_BACK_EVERY = 10.0
 
 _lock = threading.RLock()
 _lease: Lease | None = None
@@ -51,6 +53,7 @@ _room: RoomDir | None = None
 _registered = False
 _watch: Periodic | None = None
 _follower: Periodic | None = None
+_given_back = float("-inf")  # when this kernel last asked its processes to give back cached memory
 
 
 @dataclass(frozen=True)
@@ -94,16 +97,18 @@ def share_now(lease: Lease) -> int:
     return lease.smallest.share
 
 
-def measured_shares(lease: Lease, own_held: int = 0) -> dict[str, int]:
+def measured_shares(lease: Lease, own_held: int = 0) -> tuple[dict[str, int], bool]:
     """``lease``'s elastic share on each of its GPUs now, from what the machine shows
-    (:mod:`.measure`), computed by its holder (which counts ``own_held`` for itself)."""
+    (:mod:`.measure`), computed by its holder (which counts ``own_held`` for itself); and
+    whether its hold is above the level on one of them (:func:`.shares.above_level`)."""
     leases = room().leases()
     memory = measure.read(room_devices())
     out = {}
     for share in lease.gpus:
         one = Lease(**{**vars(lease), "gpus": [share]})
         out[share.uuid] = shares.cap_of(one, leases, memory, own_held)
-    return out
+    above = shares.above_level(lease, leases, memory, own_held, margin=HELD_CHANGE)
+    return out, above
 
 
 def current_share() -> int | None:
@@ -115,15 +120,23 @@ def current_share() -> int | None:
 def follow_once() -> None:
     """One look at the room: this kernel's elastic share measured again and written into its
     lease when it shrank, grew by :data:`HELD_CHANGE` or more, or the file went missing; the
-    kernel's own cap moved to it."""
+    kernel's own cap moved to it. A holder above the level gives back what its allocators keep
+    cached (the kernel at once, its workers at their next look, asked through the lease's
+    ``give_back``), at most every :data:`GIVE_BACK_EVERY` seconds."""
+    global _given_back
     lease = _lease
     if lease is None or not lease.elastic:
         return
     held = caps.kernel_held()
-    found = measured_shares(lease, held)
+    found, above = measured_shares(lease, held)
     with _lock:
         if _lease is not lease:
             return
+        now = time.monotonic()
+        asked = above and now - _given_back >= GIVE_BACK_EVERY
+        if asked:
+            _given_back = now
+            lease.give_back += 1
         changed = [
             Share(s.uuid, s.index, found.get(s.uuid, s.share))
             for s in lease.gpus
@@ -131,10 +144,13 @@ def follow_once() -> None:
             or found.get(s.uuid, s.share) - s.share >= HELD_CHANGE
         ]
         gone = lease.path is None or not lease.path.exists()
-        if changed or gone or abs(held - lease.held) >= HELD_CHANGE:
+        if asked or changed or gone or abs(held - lease.held) >= HELD_CHANGE:
             lease.gpus = [Share(s.uuid, s.index, found.get(s.uuid, s.share)) for s in lease.gpus]
             lease.held = held
             _rewrite()
+    if asked:
+        log.info("room: this kernel holds more than an equal part; it gives back cached memory")
+        caps.give_back()
     if caps.kernel_cap() is not None:
         caps.install_kernel_cap(share_now(lease))
         caps.refresh_kernel_cap()

@@ -92,6 +92,7 @@ class Lease:
     held: int = 0  # bytes the kernel's own capped allocations hold: counts for itself alone
     elastic: bool = False  # its share follows the holders present (.shares)
     pool: int = 0  # bytes of the RMM pool its workers make under their cap (--rmm-pool-size)
+    give_back: int = 0  # how often its kernel asked its processes to give back cached memory
     version: int = VERSION
     path: Path | None = field(default=None, compare=False, repr=False)
 
@@ -179,6 +180,7 @@ def lease_from_json(data: bytes) -> Lease:
         held=_int({"held": raw.get("held", 0)}, "held"),
         elastic=elastic,
         pool=_int({"pool": raw.get("pool", 0)}, "pool"),
+        give_back=_int({"give_back": raw.get("give_back", 0)}, "give_back"),
     )
 
 

@@ -17,6 +17,12 @@ counted in advance, and they follow the room as it fills:
   lower anybody's cap, and no plan made by one holder outlives the room it was made in: when a
   holder leaves, its memory is lent back at the next look, and taken again as students arrive.
 
+Memory a holder's allocators keep for reuse after it was freed (CUDA's asynchronous pool, CuPy's
+pool) is held as far as NVML can tell. A holder whose hold is above the level
+(:func:`above_level`) is asked by its own kernel to give that back (:func:`.caps.give_back`), so
+that a student who once took most of the GPU alone shrinks to an equal part when others come,
+instead of keeping, cached, what nobody uses.
+
 A start is refused only where no GPU has :data:`.placement.MIN_SHARE` that no holder holds.
 The CUDA contexts no cap can hold are set aside first (:data:`.placement.CONTEXT_RESERVE` per
 process).
@@ -61,10 +67,15 @@ def usable(total: int, holders: int, contexts: int | None = None) -> int:
     return max(0, total - CONTEXT_RESERVE * contexts)
 
 
+def level_on(total: int, held: measure.Held) -> int:
+    """The level on a GPU of ``total`` bytes whose holders hold ``held``."""
+    memory = usable(total, len(held.holders), held.contexts) - held.outside
+    return level(memory, list(held.holders.values()))
+
+
 def caps(total: int, held: measure.Held) -> dict[str, int]:
     """Every holder's cap on a GPU of ``total`` bytes, by lease key, from what they hold."""
-    memory = usable(total, len(held.holders), held.contexts) - held.outside
-    water = level(memory, list(held.holders.values()))
+    water = level_on(total, held)
     return {key: max(amount, water) for key, amount in held.holders.items()}
 
 
@@ -108,6 +119,25 @@ def cap_of(
         held = held_on(share.uuid, leases, memory, lease, own_held)
         found.append(caps(gpu.total, held)[lease.key])
     return min(found)
+
+
+def above_level(
+    lease: Lease,
+    leases: Sequence[Lease],
+    memory: Mapping[str, measure.GpuMemory],
+    own_held: int = 0,
+    margin: int = 0,
+) -> bool:
+    """Whether ``lease``'s holder holds more than ``margin`` above the level on one of its GPUs:
+    there its own hold, not an equal part, makes its cap, and keeps the others below one."""
+    for share in lease.gpus:
+        gpu = memory.get(share.uuid)
+        if gpu is None:
+            continue
+        held = held_on(share.uuid, leases, memory, lease, own_held)
+        if held.holders[lease.key] > level_on(gpu.total, held) + margin:
+            return True
+    return False
 
 
 def choose_elastic(

@@ -4,9 +4,11 @@ A worker's GPU allocations are capped by a resource its own process installs (:m
 not by dask-cuda's fixed pool limit, because an elastic share (:mod:`.shares`) moves as students
 come and go. The worker finds its kernel's lease in the room (its kernel is its parent process:
 the nannies live in the kernel), installs the cap as it starts, before any task, and looks again
-every :data:`EVERY` seconds at the share its kernel found: the kernel measures the room, and its
-worker, of the same account, trusts its own kernel's figure and nobody else's. dask-cuda's
-spilling to host memory moves with the cap, so that a large computation spills before it fails.
+every :data:`EVERY` seconds at the share its kernel found (and at its request to give back
+the memory its pool keeps cached, :meth:`.allocator.Capped.give_back`): the kernel measures the
+room, and its worker, of the same account, trusts its own kernel's figure and nobody else's.
+dask-cuda's spilling to host memory moves with the cap, so that a large computation spills
+before it fails.
 A worker of a planned share holds itself the same way, to the share its lease names. dask-cuda
 is asked to leave RMM alone (its set-up, run after this preload, would make a resource of its
 own current over the cap); a pool the student asked for is made here, under the cap, and a
@@ -37,6 +39,7 @@ class WorkerShare:
         self.worker = worker
         self.room = RoomDir(directory)
         self.capped: Any = None
+        self.given_back: int | None = None  # the kernel's last request to give back, followed
 
     def step(self) -> bool:
         """Cap the worker at its part of the share its kernel last found (or was planned);
@@ -72,6 +75,9 @@ class WorkerShare:
             self.capped.set(part)
         else:
             self.capped.refresh()
+        if self.given_back is not None and lease.give_back != self.given_back:
+            self.capped.give_back()
+        self.given_back = lease.give_back
         if not compat.set_device_spill_limit(self.worker, int(part * caps.SPILL_AT)):
             log.debug("this worker does not spill device memory: its cap alone holds")
         return True

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
+
+_pools: weakref.WeakSet[CudaAsyncMemoryResource] = weakref.WeakSet()
 
 
 class CudaMemoryResource:
@@ -10,7 +13,25 @@ class CudaMemoryResource:
 
 
 class CudaAsyncMemoryResource:
-    pass
+    """CUDA's asynchronous pool as RMM makes it: what is freed stays in the pool for reuse (its
+    release threshold is the whole GPU) until the pool itself goes."""
+
+    def __init__(self) -> None:
+        self.in_use = 0
+        self.kept = 0  # what the pool has from CUDA: in use, or freed and kept
+        _pools.add(self)
+
+    def allocate(self, nbytes: int) -> None:
+        self.in_use += nbytes
+        self.kept = max(self.kept, self.in_use)
+
+    def deallocate(self, nbytes: int) -> None:
+        self.in_use -= nbytes
+
+
+def device_memory() -> int:
+    """What NVML would show this process holding: what every live pool has from CUDA."""
+    return sum(pool.kept for pool in list(_pools))
 
 
 class PoolMemoryResource:
@@ -45,6 +66,8 @@ class LimitingResourceAdaptor:
                 "152: Exceeded memory limit"
             )
         self.allocated += nbytes
+        if isinstance(self.upstream, CudaAsyncMemoryResource):
+            self.upstream.allocate(nbytes)
         return self, nbytes
 
 
@@ -67,3 +90,5 @@ def allocate(nbytes: int) -> tuple[Any, int]:
 def deallocate(buffer: tuple[Any, int]) -> None:
     """A buffer goes back to the resource that made it."""
     buffer[0].allocated -= buffer[1]
+    if isinstance(buffer[0].upstream, CudaAsyncMemoryResource):
+        buffer[0].upstream.deallocate(buffer[1])
