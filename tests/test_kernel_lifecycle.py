@@ -180,6 +180,43 @@ def test_kernel_id_names_the_registry_entry(kernel, runtime_dir) -> None:
     assert registry.read_all(runtime_dir) == {}
 
 
+def test_the_panel_and_the_sidebar_give_a_stop_one_time_and_its_note_goes_with_the_kernel(
+    kernel, runtime_dir: Path
+) -> None:
+    """The kernel's panel and the server's sidebar each notice a stop at their own next look;
+    both show the time the kernel's ``stop`` began, which the kernel notes where its entry was.
+    Once the kernel has ended, its undertaker removes the note."""
+    from gpudask_jupyter.monitor import Monitor
+    from gpudask_jupyter.server.registry_monitor import RegistrySources
+
+    km, kc = kernel
+    _start_cluster(km, kc)
+    panel = (
+        "from gpudask_jupyter.widget.shared_monitor import kernel_monitor\n"
+        "def stopped_at():\n"
+        "    kernel_monitor().tick()\n"
+        "    return kernel_monitor().frame('kernel')[0]['cluster']['stopped_at']\n"
+        "print('PANEL', stopped_at())"
+    )
+    assert "PANEL None" in run(kc, panel)["output"]
+    sidebar = Monitor(RegistrySources())
+    sidebar.tick()
+    assert sidebar.frame(km.kernel_id)[0]["cluster"]["state"] == "running"
+    assert run(kc, "%gpu_cluster stop")["status"] == "ok"
+    sidebar.tick()  # each monitor notices the stop at its own look, at its own time
+    seen = run(kc, "print('PANEL', repr(stopped_at()))")["output"]
+    on_panel = float(seen.split("PANEL ")[1].split()[0])
+    on_sidebar = sidebar.frame(km.kernel_id)[0]["cluster"]["stopped_at"]
+    assert on_sidebar == on_panel, (on_sidebar, on_panel)
+    assert time.time() - 60 < on_panel < time.time()
+    sidebar.stop()
+    km.shutdown_kernel(now=False)
+    deadline = time.monotonic() + 60
+    while _left_behind(runtime_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _left_behind(runtime_dir) == []
+
+
 def test_usage_error_fails_the_cell_with_one_line(kernel) -> None:
     _, kc = kernel
     reply = run(kc, "%load_ext gpudask_jupyter\n%gpu_cluster scale many")

@@ -438,6 +438,37 @@ def test_after_stop_the_history_stays_until_a_new_cluster_starts(dask_client) ->
     assert fresh["cluster"]["state"] == "running"
 
 
+def test_a_stopped_cluster_keeps_the_stop_time_its_kernel_noted() -> None:
+    """Every view of one stop gives the kernel's time (panel and sidebar alike), never later
+    than the monitor noticed; where the kernel noted none, when the monitor noticed."""
+    from gpudask_jupyter.monitor.trackers import Trackers
+
+    noted: list[float | None] = [998.5]
+    sources = {
+        "c": Source(
+            token=1, caller=lambda: ClientCaller(None), mode="cpu", address="a",
+            stopped_at=lambda: noted[0],
+        )
+    }  # fmt: skip
+    trackers = Trackers(lambda: dict(sources))
+    lock = threading.RLock()
+    trackers.reconcile(990.0, 60, lock)
+    sources.clear()
+    trackers.reconcile(1001.0, 60, lock)
+    tracker = trackers.get("c")
+    assert tracker is not None and tracker.stopped_at == 998.5
+    noted[0] = None
+    sources["c"] = Source(
+        token=2, caller=lambda: ClientCaller(None), mode="cpu", address="a",
+        stopped_at=lambda: noted[0],
+    )  # fmt: skip
+    trackers.reconcile(1002.0, 60, lock)
+    sources.clear()
+    trackers.reconcile(1003.0, 60, lock)
+    tracker = trackers.get("c")
+    assert tracker is not None and tracker.stopped_at == 1003.0
+
+
 def test_a_stopped_clusters_history_ages_out() -> None:
     from gpudask_jupyter.monitor.trackers import Trackers
 

@@ -261,3 +261,40 @@ _WRITE_TLS = (
     "from gpudask_jupyter import registry\n"
     "registry.write_tls('killed', {{'ca': 'x'}}, Path({path!r}))\n"
 )
+
+
+def test_a_stop_is_noted_for_its_cluster_alone_and_goes_with_the_next_entry(tmp_path: Path) -> None:
+    """The kernel's ``stop`` notes when it began where the entry was: the sidebar reads that
+    time (the panel's), for the cluster it followed only; a new cluster's entry ends the note."""
+    entry = _entry()
+    registry.write(entry, tmp_path)
+    registry.note_stopped("k1", entry.created, 1234.5, tmp_path)
+    registry.remove_entry("k1", tmp_path)
+    note = tmp_path / f"{registry.ENTRY_PREFIX}k1{registry.STOPPED_SUFFIX}"
+    assert stat.S_IMODE(note.stat().st_mode) == 0o600
+    assert registry.stopped_at("k1", entry.created, tmp_path) == 1234.5
+    assert registry.stopped_at("k1", entry.created + 1, tmp_path) is None  # another cluster's
+    assert registry.stopped_at("k2", entry.created, tmp_path) is None
+    assert registry.read_all(tmp_path) == {}  # a note is no entry
+    note.chmod(0o644)
+    assert registry.stopped_at("k1", entry.created, tmp_path) is None  # not private: not read
+    note.chmod(0o600)
+    registry.write(_entry(), tmp_path)  # the kernel's next cluster
+    assert not note.exists()
+
+
+_NOTE_STOP = (
+    "from pathlib import Path\n"
+    "from gpudask_jupyter import registry\n"
+    "registry.note_stopped('ended', 1.0, 2.0, Path({path!r}))\n"
+)
+
+
+def test_prune_removes_the_stop_notes_of_ended_kernels_only(tmp_path: Path) -> None:
+    registry.note_stopped("alive", 1.0, 2.0, tmp_path)
+    subprocess.run([sys.executable, "-c", _NOTE_STOP.format(path=str(tmp_path))], check=True)
+    ended = tmp_path / f"{registry.ENTRY_PREFIX}ended{registry.STOPPED_SUFFIX}"
+    assert ended.exists()
+    registry.prune(tmp_path)
+    assert not ended.exists()
+    assert registry.stopped_at("alive", 1.0, tmp_path) == 2.0

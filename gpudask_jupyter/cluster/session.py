@@ -101,6 +101,7 @@ class ClusterSession:
         self._closed = False
         self._dashboard: str | None = None
         self._created = time.time()  # the registry entry's, kept when it is written again
+        self.stopped_at: float | None = None  # when this kernel began to close it
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -404,6 +405,16 @@ class ClusterSession:
         self.close()
         return retirement
 
+    def _note_stopped(self) -> None:
+        """Leave the stop's time where the entry was, for the server's sidebar to show the
+        time the panel shows (:func:`..registry.note_stopped`); only while there is an entry."""
+        if self.stopped_at is None or not registry.path_for(self.kernel_id).exists():
+            return
+        try:
+            registry.note_stopped(self.kernel_id, self._created, self.stopped_at)
+        except OSError:
+            log.warning("cannot note the stop's time for the sidebar", exc_info=True)
+
     def close(self, release_room: bool = True) -> None:
         """Close what this kernel started, leaving no worker process; only disconnect from what
         it attached to; leave what it joined (quickly). Works whatever state the client and the
@@ -415,8 +426,10 @@ class ClusterSession:
         if alive:
             _before_close(self)
         self._closed = True
+        self.stopped_at = time.time()
         if self.joined is not None:
             self.joined.stop_watching()  # it would write the entry again
+        self._note_stopped()
         registry.remove_entry(self.kernel_id)  # the sidebar lets go of it at once
         if self.joined is not None:
             self.joined.leave(self.client if alive else None, QUICK_RETIRE)

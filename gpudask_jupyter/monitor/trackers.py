@@ -79,6 +79,9 @@ class Source:
     stopping: Callable[[], bool] | None = None
     """Whether the cluster is being stopped on purpose (its kernel's ``stop``): a scheduler that
     stops answering then is a stop, not a lost contact to warn about."""
+    stopped_at: Callable[[], float | None] | None = None
+    """When the cluster's kernel began to stop it, as the kernel noted (None: not known): every
+    view of a stopped cluster then gives that one time, not the moment its monitor noticed."""
 
     def is_ours(self, address: str) -> bool:
         if self.ours is not None:
@@ -263,10 +266,11 @@ class ClusterTracker:
             return False
 
     def stop(self, now: float, why: str) -> None:
-        """The source is gone: ask nothing more, keep the history, say when and why."""
+        """The source is gone: ask nothing more, keep the history, say when (as its kernel
+        noted it, where it did) and why."""
         self.close()
         self.pending = None
-        self.stopped_at = now
+        self.stopped_at = min(now, self._noted_stop() or now)
         self.state = "stopped"
         self._forget("workers")  # who came and went no longer matters once all are gone
         self.message = why or "the cluster was stopped"
@@ -289,6 +293,14 @@ class ClusterTracker:
             )
             for p in self.progress
         ]
+
+    def _noted_stop(self) -> float | None:
+        noted = self.source.stopped_at
+        try:
+            return noted() if noted is not None else None
+        except Exception:
+            log.debug("reading when %s was stopped failed", self.source.address, exc_info=True)
+            return None
 
     def close(self) -> None:
         caller, self.caller = self.caller, None

@@ -13,6 +13,11 @@ of that process, so that an entry left by a killed kernel is ignored even once i
 undertaker as soon as the kernel has ended (:mod:`..lifecycle.undertaker`). Every field is checked
 (:mod:`.fields`), files are read without blocking and up to a size limit: one bad file
 never breaks the reader.
+
+A ``stop`` also leaves a note of when it began (:func:`note_stopped`), beside where the entry
+was, so that the server's sidebar gives a stopped cluster the same stop time as the kernel's
+panel, not the moment it next read the registry. The note names its kernel like an entry and
+goes with the next entry of that kernel, or once the kernel has ended (:func:`prune`).
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ log = logging.getLogger(__name__)
 #: wall clock does not move (:mod:`..machine.processes`); entries of earlier versions are ignored
 SCHEMA_VERSION = 3
 ENTRY_PREFIX = "gpudask-kernel-"
+#: the suffix of a kernel's note of when its last cluster was stopped (:func:`note_stopped`)
+STOPPED_SUFFIX = ".stopped"
 #: an entry is a few hundred bytes; a larger file is not one
 MAX_ENTRY_BYTES = 64 * 1024
 #: seconds two readings of one process's start time may differ by
@@ -135,7 +142,51 @@ def write(entry: Entry, directory: Path | None = None) -> Path:
     undertaker.tell("runtime", directory or runtime_dir())
     path = path_for(entry.kernel_id, directory)
     _write_private(path, json.dumps(asdict(entry), indent=1))
+    forget_stopped(entry.kernel_id, directory)  # a new cluster: the last one's stop is history
     return path
+
+
+def _stopped_path(kernel_id: str, directory: Path | None = None) -> Path:
+    return (directory or runtime_dir()) / f"{ENTRY_PREFIX}{kernel_id}{STOPPED_SUFFIX}"
+
+
+def note_stopped(
+    kernel_id: str, created: float, when: float, directory: Path | None = None
+) -> None:
+    """Note, owner-only, that the cluster of the entry ``kernel_id`` made at ``created`` began to
+    stop at ``when`` (seconds since the epoch), before its entry is removed."""
+    undertaker.tell("runtime", directory or runtime_dir())
+    note = {
+        "created": created,
+        "stopped": when,
+        "pid": os.getpid(),
+        "started": process_started(os.getpid()),
+    }
+    _write_private(_stopped_path(kernel_id, directory), json.dumps(note))
+
+
+def stopped_at(kernel_id: str, created: float, directory: Path | None = None) -> float | None:
+    """When the cluster of the entry ``kernel_id`` made at ``created`` began to stop, as its
+    kernel noted; None where no such note of this user is there."""
+    try:
+        data, info = small_files.read_regular(
+            _stopped_path(kernel_id, directory), MAX_ENTRY_BYTES, follow=False
+        )
+        raw = json.loads(data)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError):
+        log.debug("the stop note of %s is unreadable", kernel_id, exc_info=True)
+        return None
+    if not is_private(info) or not isinstance(raw, dict) or raw.get("created") != created:
+        return None
+    when = raw.get("stopped")
+    return float(when) if isinstance(when, int | float) and not isinstance(when, bool) else None
+
+
+def forget_stopped(kernel_id: str, directory: Path | None = None) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        _stopped_path(kernel_id, directory).unlink()
 
 
 def write_tls(kernel_id: str, pem: dict[str, str], directory: Path | None = None) -> dict[str, str]:
@@ -158,9 +209,10 @@ def write_tls(kernel_id: str, pem: dict[str, str], directory: Path | None = None
 
 
 def remove(kernel_id: str, directory: Path | None = None) -> None:
-    """Remove the entry of ``kernel_id`` and its TLS folder."""
+    """Remove the entry of ``kernel_id``, its TLS folder and its note of a stop."""
     remove_entry(kernel_id, directory)
     remove_tls(kernel_id, directory)
+    forget_stopped(kernel_id, directory)
 
 
 def remove_entry(kernel_id: str, directory: Path | None = None) -> None:
@@ -258,6 +310,7 @@ def prune(directory: Path | None = None) -> list[str]:
             remove(kernel, folder)
             removed.append(kernel)
     _prune_loose_tls(folder)
+    _prune_stop_notes(folder)
     if removed:
         log.info("removed the registry entries of gone kernels: %s", ", ".join(removed))
     return removed
@@ -282,6 +335,23 @@ def _prune_loose_tls(folder: Path) -> None:
             gone = not same_process(*owner)
         if gone:
             shutil.rmtree(tls, ignore_errors=True)
+
+
+def _prune_stop_notes(folder: Path) -> None:
+    """This user's notes of a stop whose kernel has ended."""
+    for note in folder.glob(f"{ENTRY_PREFIX}*{STOPPED_SUFFIX}"):
+        try:
+            data, info = small_files.read_regular(note, MAX_ENTRY_BYTES, follow=False)
+            raw = json.loads(data)
+            pid, started = raw["pid"], raw["started"]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            log.debug("not pruning %s: not a stop note", note, exc_info=True)
+            continue
+        if not is_private(info) or not isinstance(pid, int) or not isinstance(started, int):
+            continue
+        if not same_process(pid, started):
+            with contextlib.suppress(FileNotFoundError):
+                note.unlink()
 
 
 def _tls_owner(tls: Path) -> tuple[int, int] | None:

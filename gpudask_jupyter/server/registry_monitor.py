@@ -73,6 +73,7 @@ class RegistrySources:
                 pid = entry.pid if isinstance(entry.pid, int) else None
                 source.ended = self._kernels.gone(kernel_id, pid)
             source.stopping = _entry_removed(kernel_id)
+            source.stopped_at = _stop_noted(kernel_id, entry.created)
             sources[kernel_id] = source
         return sources
 
@@ -82,6 +83,12 @@ def _entry_removed(kernel_id: str) -> Callable[[], bool]:
     the scheduler, so a scheduler that stops answering after that was stopped on purpose."""
     path = registry.path_for(kernel_id)
     return lambda: not path.exists()
+
+
+def _stop_noted(kernel_id: str, created: float) -> Callable[[], float | None]:
+    """When the kernel began to stop this entry's cluster, as it noted before removing the
+    entry (:func:`..registry.note_stopped`): the time its own panel shows."""
+    return lambda: registry.stopped_at(kernel_id, created)
 
 
 def _source(entry: registry.Entry, ours: Callable[[str], bool] | None = None) -> Source:

@@ -42,6 +42,7 @@ def kernel_sources() -> dict[str, Source]:
             # a joined cluster: ours are the workers this kernel runs, looked up when asked
             ours=session.joined.owns if session.joined is not None else None,
             stopping=lambda: session.closing or cluster_session.current() is not session,
+            stopped_at=lambda: session.stopped_at,
         )
     except Exception:  # a session whose client broke meanwhile is as good as gone
         log.debug("the kernel's cluster cannot be described", exc_info=True)
