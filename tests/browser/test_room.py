@@ -210,5 +210,40 @@ def test_a_student_sees_the_room_in_the_panel_and_the_sidebar(
         _in_the_sidebar(page, theme)
         _on_a_projector(page, theme)
     set_theme(page, lab, dark=False)
+    _a_second_notebook_of_the_same_account(page, lab)
     assert page.dialogs == []
     page.context.close()
+
+
+SECOND = [*CELLS[:2], "print('second placed')"]
+
+
+def _a_second_notebook_of_the_same_account(page: Any, lab: Lab) -> None:
+    """The same student opens a second notebook and starts its cluster too: the sidebar, for
+    the notebook in focus, marks that one "you" and names the first by its notebook, read from
+    its kernel's environment (no file another user could read names it)."""
+    run_all(page, lab, lab.notebook("second.ipynb", SECOND), "second placed")
+    _open_sidebar(page)
+    sidebar_width(page, 250)
+    for theme in ("light", "dark"):
+        if theme == "dark":
+            set_theme(page, lab, dark=True)
+            _open_sidebar(page)
+            sidebar_width(page, 250)
+        page.wait_for_function(  # the room is read every few seconds: both kernels in it
+            """scope => {
+                const who = [...document.querySelectorAll(scope + ' .gpudask-room-who')];
+                return who.some(n => n.textContent === 'you (room.ipynb)')
+                    && document.querySelector(scope + ' .gpudask-room-you') !== null;
+            }""",
+            arg=SIDEBAR,
+            timeout=60_000,
+        )
+        seen = _room_text(page, SIDEBAR)
+        assert seen["heading"] == "Room: 5 holders on 2 GPUs", seen
+        assert sorted(seen["who"]) == ["you", "you (room.ipynb)"], seen
+        assert len(seen["you"]) == 1 and seen["you"][0].startswith("you share "), seen
+        no_sideways_scroll(page, SIDEBAR, ".gpudask-room")
+        _room_shot(page, SIDEBAR, f"room-sidebar-two-notebooks-{theme}")
+        assert axe_violations(page, SIDEBAR) == []
+    set_theme(page, lab, dark=False)

@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 from lab_support import (
+    ARTIFACTS,
     Lab,
+    axe_violations,
     kernel_idle,
     measured,
+    set_theme,
     shot,
     smallest_colour_difference,
     start_run_all,
@@ -94,3 +97,21 @@ def test_run_all_draws_the_work_while_it_runs_and_keeps_it_after(
     assert "No Dask cluster" not in page.locator(f"{PANEL} .gpudask-view").inner_text()
     page.locator(f"{PANEL} .gpudask-view").first.scroll_into_view_if_needed()
     shot(page, "run-all-04-stopped")
+
+    # the same, dark: the page reloads, the panel asks its kernel again and draws the history
+    set_theme(page, lab, dark=True)
+    try:
+        page.wait_for_function(
+            """scope => {
+                const v = document.querySelector(scope + ' .gpudask-view.gpudask-stopped');
+                return v && Number(v.dataset.taskRects) > 0;
+            }""",
+            arg=PANEL,
+            timeout=60_000,
+        )
+        view = page.locator(f"{PANEL} .gpudask-view").first
+        view.scroll_into_view_if_needed()
+        view.screenshot(path=str(ARTIFACTS / "run-all-04-stopped-dark.png"))
+        assert axe_violations(page, f"{PANEL} .gpudask-view") == []
+    finally:
+        set_theme(page, lab, dark=False)
