@@ -273,3 +273,17 @@ def end_server(process: subprocess.Popen[bytes], log: Any) -> None:
             process.kill()
             process.wait()
     log.close()
+
+
+#: screenshots and measured values of a test run, for its reader
+ARTIFACTS = Path(__file__).parents[1] / "test-artifacts"
+
+
+def measured(name: str, value: object) -> None:
+    """Keep a value a test measured in ``test-artifacts/measurements.json`` (name -> value),
+    beside the screenshots: what the view showed, how long a start took, for the run's reader."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / "measurements.json"
+    values = json.loads(path.read_text()) if path.exists() else {}
+    values[name] = value
+    path.write_text(json.dumps(values, indent=1, sort_keys=True))

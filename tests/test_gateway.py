@@ -299,10 +299,17 @@ def test_the_sidebars_monitor_reaches_the_gateway_cluster_with_its_own_credentia
 
 
 def test_start_gateway_help_lists_the_gateways_own_options(
-    shell: Any, hub_env: GatewayServer, capsys: Any
+    shell: Any, hub_env: GatewayServer, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``start --gateway --help``: the magic's help, then the options this gateway offers, which
-    no fixed help can know; a gateway that does not answer is said in a sentence."""
+    no fixed help can know (and nothing else: not the user's clusters); a gateway that does not
+    answer is said in a sentence."""
+    from gpudask_jupyter.cluster import gateway
+
+    def listing(*args: Any) -> None:
+        raise AssertionError("a help lists no cluster")
+
+    monkeypatch.setattr(gateway, "listing", listing)
     shell.run_line_magic("gpu_cluster", "start --gateway --help")
     out = capsys.readouterr().out
     assert "%gpu_cluster start [" in out and "--option NAME=VALUE" in out, out  # the help

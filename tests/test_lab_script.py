@@ -5,7 +5,6 @@ for one) and JupyterLab serves. Runs on the workshop's environment scripts/test.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
@@ -15,10 +14,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from support import free_port
+from support import free_port, measured
 
 ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts"
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -81,8 +79,4 @@ def test_a_second_start_with_nothing_changed_keeps_the_environment_and_serves(
         lab.wait(30)
     text = log.read_text()
     assert "up to date" in text, text  # nothing installed
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / "measurements.json"
-    values = json.loads(path.read_text()) if path.exists() else {}
-    values["scripts/lab.sh, second start, nothing changed: seconds to serving"] = round(took, 2)
-    path.write_text(json.dumps(values, indent=1, sort_keys=True))
+    measured("scripts/lab.sh, second start, nothing changed: seconds to serving", round(took, 2))

@@ -204,6 +204,11 @@ def gateway_clusters(
     return where, gateway.listing(where, auth, timeout), gateway.options_of(where, auth, timeout)
 
 
+def gateway_options(address: str, auth: str | None, timeout: float) -> gateway.Offered:
+    """``start --gateway --help``: the cluster options the gateway at ``address`` offers."""
+    return gateway.options_of(address, auth, timeout)
+
+
 def adapt(minimum: int, maximum: int) -> None:
     """``%gpu_cluster scale --adapt MIN MAX``."""
     session = require_current()

@@ -59,22 +59,20 @@ def _gateway_options_help(spec: Any, line: str) -> None:
     """After ``start --gateway --help``: the cluster options that gateway offers, asked of it
     within --timeout (they are the gateway's, so no fixed help can list them)."""
     from ..cluster import commands
-    from ..config import get
 
     asked = " ".join(word for word in line.split() if word not in {"-h", "--help"})
     try:
         args = parsers.parse(spec, asked)
+        if args is None:
+            return
+        plan = parsers.gateway_plan(args)
+        offered = commands.gateway_options(plan.address, plan.auth, plan.timeout)
     except UsageError:  # the help above says what is wrong with the line
         return
-    if args is None:
-        return
-    timeout = args.timeout if args.timeout is not None else float(get("startup-timeout"))
-    try:
-        where, _, offered = commands.gateway_clusters(args.gateway or None, args.auth, timeout)
     except GpuDaskError as err:
         print(f"The gateway's own cluster options could not be read: {err}")
         return
-    print(f"Cluster options of dask-gateway at {where} (--option NAME=VALUE):")
+    print(f"Cluster options of dask-gateway at {plan.address} (--option NAME=VALUE):")
     print(f"  {offered.describe()}")
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ARTIFACTS = Path(__file__).parents[2] / "test-artifacts"
+from support import ARTIFACTS, measured  # noqa: F401  (the browser tests take them from here)
+
 NOTEBOOK_04 = Path(__file__).parents[2] / "notebooks" / "04_watching_work_in_the_panel.ipynb"
 # notebook 04's sizes, long enough to look at the panel while it runs, on two CPU cores
 SIZES_04 = "ROWS = 2_000_000\nROUNDS = 6\nPARTITIONS = 16"
@@ -85,16 +86,6 @@ def write_notebook_04(path: Path, sizes: str = SIZES_04, gate: Path | None = Non
 def shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
-
-
-def measured(name: str, value: object) -> None:
-    """Keep a value a browser test measured in ``test-artifacts/measurements.json`` (name ->
-    value), beside the screenshots: what the view showed, for a reader of the test run."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / "measurements.json"
-    values = json.loads(path.read_text()) if path.exists() else {}
-    values[name] = value
-    path.write_text(json.dumps(values, indent=1, sort_keys=True))
 
 
 def smallest_colour_difference(colours: list[str]) -> float:
