@@ -27,7 +27,6 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 #: the only modules outside a folder: what every folder uses
 TOP_LEVEL = {"gpudask_jupyter", "gpudask_jupyter.config", "gpudask_jupyter.errors"}
-TOP_LEVEL |= {"gpudask_jupyter.compat"}
 #: a measured figure: a rate, a percentage, a ratio, a time in ms or µs, or the words of a report
 FIGURE = re.compile(
     r"(?<![\w\"'])\d[\d.,]*\s?(?:GB/s|MB/s|GiB/s|tasks/s|ms\b|µs|%|×)"

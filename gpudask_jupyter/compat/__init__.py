@@ -1,0 +1,132 @@
+"""Every call this package makes into a private part of another library, one module per library.
+
+Private names change without notice between releases. Keeping each such call in its library's
+module, with the releases it was checked on (each module's ``CHECKED``), means an upgrade breaks
+one function whose docstring says what it relies on, not a line somewhere in the converters or the
+monitor. ``pyproject.toml`` bounds each library from above at the newest release checked, and a
+test fails where an installed release or a bound leaves what was checked.
+
+Nothing here imports any of the libraries at its own import; this module only gathers the
+functions for their callers (``compat.run_on_scheduler``).
+"""
+
+from __future__ import annotations
+
+from .cudf import (
+    allows_duplicate_labels,
+    as_column,
+    builds_from_plc,
+    categorical_codes_dtype,
+    categorical_parts,
+    column_astype,
+    column_fillna,
+    column_from_device,
+    column_from_plc,
+    column_has_nulls,
+    column_isnull,
+    column_of,
+    column_slice,
+    column_to_pandas,
+    column_values,
+    concatenate_plc,
+    frame_columns,
+    frame_from_columns,
+    frame_labels,
+    index_from_column,
+    nans_to_nulls,
+    plc_of,
+    series_from_column,
+    string_parts,
+    string_plc_column,
+    with_validity,
+)
+from .dask import (
+    dask_meta,
+    persisted_frame,
+)
+from .dask_cuda import (
+    cuda_worker_nannies,
+    set_device_spill_limit,
+)
+from .dask_gateway import (
+    close_gateway,
+    close_gateway_cluster,
+)
+from .distributed import (
+    executing_prefixes,
+    fail_unrunnable,
+    idle_since,
+    name_nanny,
+    offered_resources,
+    open_comm,
+    prefix_order,
+    retire_workers,
+    run_on_comm,
+    run_on_scheduler,
+    run_on_workers,
+    submit_on_scheduler,
+    task_group_states,
+    task_stream_plugin,
+    unrunnable_restrictions,
+    worker_count,
+    worker_identities,
+)
+from .pandas import (
+    masked_parts,
+)
+
+__all__ = [
+    "allows_duplicate_labels",
+    "as_column",
+    "builds_from_plc",
+    "categorical_codes_dtype",
+    "categorical_parts",
+    "close_gateway",
+    "close_gateway_cluster",
+    "column_astype",
+    "column_fillna",
+    "column_from_device",
+    "column_from_plc",
+    "column_has_nulls",
+    "column_isnull",
+    "column_of",
+    "column_slice",
+    "column_to_pandas",
+    "column_values",
+    "concatenate_plc",
+    "cuda_worker_nannies",
+    "dask_meta",
+    "executing_prefixes",
+    "fail_unrunnable",
+    "frame_columns",
+    "frame_from_columns",
+    "frame_labels",
+    "idle_since",
+    "index_from_column",
+    "masked_parts",
+    "name_nanny",
+    "nans_to_nulls",
+    "offered_resources",
+    "open_comm",
+    "persisted_frame",
+    "plc_of",
+    "prefix_order",
+    "retire_workers",
+    "run_on_comm",
+    "run_on_scheduler",
+    "run_on_workers",
+    "series_from_column",
+    "set_device_spill_limit",
+    "string_parts",
+    "string_plc_column",
+    "submit_on_scheduler",
+    "task_group_states",
+    "task_stream_plugin",
+    "unrunnable_restrictions",
+    "with_validity",
+    "worker_count",
+    "worker_identities",
+]
+
+MODULES = ("distributed", "dask_cuda", "dask", "pandas", "cudf", "dask_gateway")
+"""The compat modules, each with its ``CHECKED`` releases."""

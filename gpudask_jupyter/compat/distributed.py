@@ -1,0 +1,266 @@
+"""The private parts of distributed this package calls, in the client and inside the scheduler.
+
+The scheduler-side functions run inside a Dask scheduler: :mod:`..monitor.scheduler_probe` calls
+them there, and both travel by value (``scheduler_probe.ship_by_value``), so a scheduler elsewhere
+needs only dask and distributed. They read the scheduler's state objects, which distributed
+documents for its developers but does not promise to keep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .releases import Checked
+
+#: the releases these calls were checked on
+CHECKED = Checked("distributed", "2024.8", "2026.8")
+
+
+def run_on_scheduler(client: Any, function: Any, timeout: float, **kwargs: Any) -> Any:
+    """Run ``function(dask_scheduler=..., **kwargs)`` in the scheduler, bounded by ``timeout``.
+
+    ``Client.run_on_scheduler`` is public but takes no timeout in the call; its coroutine
+    ``Client._run_on_scheduler`` (private; distributed 2024.8 – 2026.8) is driven through
+    ``Client.sync`` with ``callback_timeout``, which bounds the whole round trip.
+    """
+    return client.sync(client._run_on_scheduler, function, callback_timeout=timeout, **kwargs)
+
+
+def submit_on_scheduler(client: Any, function: Any, timeout: float, **kwargs: Any) -> Any:
+    """Start ``function(dask_scheduler=..., **kwargs)`` in the scheduler without waiting: a
+    ``concurrent.futures.Future`` of its result, failed with ``TimeoutError`` after ``timeout``.
+
+    The coroutine ``Client._run_on_scheduler`` (private; distributed 2024.8 – 2026.8) is run on
+    the client's own event loop (``Client.loop.asyncio_loop``), so the caller's thread is never
+    blocked by a scheduler that does not answer.
+    """
+    import asyncio
+
+    loop = client.loop.asyncio_loop  # before the coroutine: a closed client has no loop
+
+    async def bounded() -> Any:
+        return await asyncio.wait_for(client._run_on_scheduler(function, **kwargs), timeout)
+
+    return asyncio.run_coroutine_threadsafe(bounded(), loop)
+
+
+async def open_comm(address: str, timeout: float, connection_args: dict[str, Any]) -> Any:
+    """A comm to the Dask server at ``address``, the handshake included, within ``timeout``.
+
+    ``distributed.comm.connect`` bounds the connection but not the handshake that follows (it
+    waits for the peer's first message without a limit): a port that accepts and stays silent,
+    or a paused scheduler, would hold it for ever, and cancelling it leaves the socket to the
+    garbage collector. So this does what it does in bounded steps and aborts the comm on any
+    failure: the backend's ``Connector.connect`` (the public backend interface) and the
+    handshake of ``Comm.handshake_info`` / ``Comm.handshake_configuration`` and the
+    ``remote_info`` / ``local_info`` / ``handshake_options`` attributes (distributed 2024.8 –
+    2026.8).
+    """
+    import asyncio
+    import time
+
+    from distributed.comm import parse_address, registry
+
+    deadline = time.monotonic() + timeout
+    scheme, location = parse_address(address)
+    connector = registry.get_backend(scheme).get_connector()
+    comm = await asyncio.wait_for(
+        connector.connect(location, deserialize=True, **connection_args), timeout
+    )
+    try:
+        local = comm.handshake_info()
+        await asyncio.wait_for(comm.write(local), max(0.0, deadline - time.monotonic()))
+        remote = await asyncio.wait_for(comm.read(), max(0.0, deadline - time.monotonic()))
+        if not isinstance(remote, dict):
+            raise OSError(f"{address} does not speak Dask's protocol")
+        comm.remote_info = {**remote, "address": comm.peer_address}
+        comm.local_info = {**local, "address": comm.local_address}
+        comm.handshake_options = comm.handshake_configuration(comm.local_info, comm.remote_info)
+    except BaseException:
+        comm.abort()
+        raise
+    return comm
+
+
+async def run_on_comm(comm: Any, function: Any, **kwargs: Any) -> Any:
+    """``function(dask_scheduler=..., **kwargs)`` run in the scheduler at the other end of
+    ``comm``, through the scheduler's ``run_function`` handler, as ``Client.run_on_scheduler``
+    sends it (a message of the private handler's arguments, the function and its keyword
+    arguments pickled with ``distributed.protocol.pickle``; distributed 2024.8 – 2026.8). The
+    caller bounds it in time and aborts the comm when it fails."""
+    from distributed.core import clean_exception
+    from distributed.protocol.pickle import dumps
+
+    message = {
+        "op": "run_function",
+        "function": dumps(function),
+        "args": dumps(()),
+        "kwargs": dumps(kwargs),
+        "wait": True,
+        "reply": True,
+    }
+    await comm.write(message)
+    response = await comm.read()
+    if not isinstance(response, dict):
+        raise OSError("the scheduler's answer is not a message")
+    if response.get("status") == "OK":
+        return response.get("result")
+    _, exc, tb = clean_exception(**response)
+    raise exc.with_traceback(tb)
+
+
+def retire_workers(client: Any, workers: list[str], timeout: float) -> dict[str, Any]:
+    """Retire ``workers`` gracefully (the scheduler copies the data only they hold to its other
+    workers, then closes them), bounded by ``timeout``: the workers retired, by address.
+
+    ``Client.retire_workers`` is public but takes no timeout of its own; it passes its extra
+    keywords to ``Client.sync``, whose ``callback_timeout`` bounds the whole round trip
+    (distributed 2024.8 – 2026.8), as for :func:`run_on_scheduler`. The scheduler carries on
+    after a timeout; what it has not moved by then is lost with the workers.
+    """
+    retired = client.retire_workers(workers=workers, close_workers=True, callback_timeout=timeout)
+    return dict(retired or {})
+
+
+def run_on_workers(client: Any, function: Any, timeout: float, *args: Any) -> dict[str, Any]:
+    """``function(*args)`` on every worker, bounded by ``timeout``: address → result, or the
+    exception that worker raised.
+
+    ``Client.run`` takes no timeout; its coroutine ``Client._run`` (private; distributed 2024.8 –
+    2026.8) is driven through ``Client.sync`` with ``callback_timeout``, as for
+    :func:`run_on_scheduler`.
+    """
+    result: dict[str, Any] = client.sync(
+        client._run, function, *args, on_error="return", callback_timeout=timeout
+    )
+    return result
+
+
+# -- distributed, inside the scheduler ---------------------------------------------------------
+#
+# These run inside a Dask scheduler: :mod:`.monitor.scheduler_probe` calls them there, and both
+# modules travel by value (``scheduler_probe.ship_by_value``), so a scheduler elsewhere needs only
+# dask and distributed. They read the scheduler's state objects, which distributed documents for
+# its developers but does not promise to keep (distributed 2024.8 – 2026.8).
+
+
+def task_stream_plugin(scheduler: Any) -> Any:
+    """The scheduler's task-stream plugin, installed on first use.
+
+    ``Scheduler._task_stream_plugin`` is private: it returns the ``TaskStreamPlugin`` whose
+    ``buffer`` (a deque of task records, each with its ``startstops``) and ``index`` (records
+    seen since start) the dashboard's own task stream reads.
+    """
+    return scheduler._task_stream_plugin()
+
+
+def task_group_states(scheduler: Any) -> Iterator[tuple[str, Mapping[str, int]]]:
+    """(prefix name, tasks by state) of every task group: ``Scheduler.task_groups`` (name →
+    ``TaskGroup``), ``TaskGroup.states`` and ``TaskGroup.prefix.name``."""
+    for group in list(scheduler.task_groups.values()):
+        yield group.prefix.name, group.states
+
+
+def prefix_order(scheduler: Any) -> dict[str, int]:
+    """Each task prefix's place in the order the scheduler first saw them: the keys of
+    ``Scheduler.task_prefixes`` (name → ``TaskPrefix``), which only grows."""
+    return {name: i for i, name in enumerate(list(scheduler.task_prefixes))}
+
+
+def executing_prefixes(scheduler: Any) -> Iterator[str]:
+    """The prefix name of each task a worker said it was running at its last heartbeat:
+    ``WorkerState.executing`` (``TaskState`` → seconds) and ``TaskState.prefix.name``."""
+    for ws in list(scheduler.workers.values()):
+        for ts in list(ws.executing):
+            yield ts.prefix.name
+
+
+def worker_identities(scheduler: Any) -> Iterator[tuple[str, dict[str, Any], Any]]:
+    """(address, identity as ``scheduler_info()`` gives it, process id) of every worker:
+    ``Scheduler.workers`` (address → ``WorkerState``), ``WorkerState.identity()`` and ``.pid``."""
+    for address, ws in list(scheduler.workers.items()):
+        yield address, ws.identity(), getattr(ws, "pid", None)
+
+
+def offered_resources(scheduler: Any) -> Iterator[Mapping[str, Any]]:
+    """The resources each worker offers: ``WorkerState.resources``."""
+    for ws in list(scheduler.workers.values()):
+        yield ws.resources or {}
+
+
+def idle_since(scheduler: Any) -> float | None:
+    """When the scheduler last ran out of work (None: it has work now): ``Scheduler.idle_since``,
+    which its own periodic ``check_idle`` keeps (distributed 2024.8 – 2026.8)."""
+    value = getattr(scheduler, "idle_since", 0.0)
+    return None if value is None else float(value)
+
+
+def worker_count(scheduler: Any) -> int:
+    """``len(Scheduler.workers)``."""
+    return len(scheduler.workers)
+
+
+def unrunnable_restrictions(scheduler: Any) -> Iterator[Mapping[str, Any]]:
+    """The resources each task in the "no-worker" state asks for: ``Scheduler.unrunnable`` (its
+    ``TaskState`` objects) and ``TaskState.resource_restrictions``."""
+    for ts in list(scheduler.unrunnable):
+        yield ts.resource_restrictions or {}
+
+
+def fail_unrunnable(dask_scheduler: Any, keys: list[Any], message: str) -> list[Any]:
+    """Fail those of ``keys`` that can no longer run (restricted to a worker that left: the
+    "no-worker" state, or waiting for a dependency in that state), with
+    ``RuntimeError(message)``; the keys failed.
+
+    What ``Scheduler._check_unrunnable_task_timeouts`` does to a task whose restrictions stay
+    unmet (the ``no-workers-timeout`` option), for these keys and what they wait for, at once:
+    ``Scheduler.transition(key, "erred", exception=..., cause=key, ...)``, then
+    ``Scheduler.transitions`` on what that recommends; ``TaskState.state`` and
+    ``.dependencies`` (distributed 2024.8 – 2026.8). The dependents fail with the same exception,
+    now and whenever they are submitted again.
+    """
+    import pickle
+    import time
+
+    stimulus_id = f"gpudask-lost-partition-{time.time()}"
+    unrunnable = ("no-worker", "released", "queued")
+    stack = [dask_scheduler.tasks.get(key) for key in keys]
+    seen: set[Any] = set()
+    targets = []
+    while stack:
+        ts = stack.pop()
+        if ts is None or ts.key in seen:
+            continue
+        seen.add(ts.key)
+        if ts.state in unrunnable:
+            targets.append(ts.key)
+        elif ts.state == "waiting":  # for a dependency that lived on the same worker
+            stack.extend(ts.dependencies)
+    recommendations: dict[Any, Any] = {}
+    for key in targets:
+        if dask_scheduler.tasks[key].state not in unrunnable:
+            continue  # already failed, with a dependency failed above
+        recommendations.update(
+            dask_scheduler.transition(
+                key,
+                "erred",
+                exception=pickle.dumps(RuntimeError(message)),
+                exception_text=message,
+                cause=key,
+                stimulus_id=stimulus_id,
+            )
+        )
+    dask_scheduler.transitions(recommendations, stimulus_id=stimulus_id)
+    failed = []
+    for key in keys:
+        ts = dask_scheduler.tasks.get(key)
+        if ts is not None and ts.state == "erred":
+            failed.append(key)
+    return failed
+
+
+def name_nanny(nanny: Any, name: str) -> None:
+    """Give a nanny that has not started its worker yet that worker's name: ``Nanny.name``, which
+    the nanny passes to its worker when it starts it (distributed 2024.8 – 2026.8)."""
+    nanny.name = name
