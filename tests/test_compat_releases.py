@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import platform
 import re
 import tomllib
 from pathlib import Path
@@ -17,13 +18,15 @@ from gpudask_jupyter import compat
 from gpudask_jupyter.compat.releases import Checked, release
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
-CHECKED = [importlib.import_module(f"gpudask_jupyter.compat.{m}").CHECKED for m in compat.MODULES]
+CHECKED = [
+    Checked(*importlib.import_module(f"gpudask_jupyter.compat.{m}").CHECKED) for m in compat.MODULES
+]
 
 
 def _specs() -> dict[str, list[str]]:
     """Every requirement of pyproject.toml (dependencies and extras) by distribution name."""
     project = tomllib.loads(PYPROJECT.read_text())["project"]
-    lines = list(project["dependencies"])
+    lines = [f"python{project['requires-python']}", *project["dependencies"]]
     for extra in project["optional-dependencies"].values():
         lines += extra
     found: dict[str, list[str]] = {}
@@ -57,7 +60,11 @@ def test_pyproject_bounds_each_library_just_past_the_newest_release_checked(
 @pytest.mark.parametrize("checked", CHECKED, ids=lambda c: c.distribution)
 def test_the_installed_release_is_one_that_was_checked(checked: Checked) -> None:
     try:
-        installed = importlib.metadata.version(checked.distribution)
+        installed = (
+            platform.python_version()
+            if checked.distribution == "python"
+            else importlib.metadata.version(checked.distribution)
+        )
     except importlib.metadata.PackageNotFoundError:
         pytest.skip(f"{checked.distribution} is not installed here (the GPU tier checks it)")
     assert checked.covers(installed), (installed, checked)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import registry
+from .. import compat, registry
 from ..errors import ClusterError
 from ..machine import nvml
 from ..text.units import format_seconds
@@ -36,10 +36,8 @@ WORKER_MODULES = ("distributed.nanny", WORKER_PRELOAD)
 #: initialises CUDA as it is imported under dask-cuda's variable below, so the GPU a worker is
 #: given afterwards is the one it uses (a GPU test checks this)
 GPU_WORKER_MODULES = (*WORKER_MODULES, "dask_cuda", "cudf")
-#: what dask-cuda's cluster sets in the kernel's environment as it is made, before its nannies
-#: spawn (so that RAPIDS does not initialise CUDA before a worker's GPU is named): the
-#: interpreters launched ahead for it are launched with it (a GPU test checks they are taken)
-GPU_CLUSTER_ENVIRON = {"RAPIDS_NO_INITIALIZE": "True"}
+#: what dask-cuda's cluster sets in the kernel's environment as it is made (compat's copy)
+GPU_CLUSTER_ENVIRON = compat.CLUSTER_ENVIRON
 
 
 @contextlib.contextmanager

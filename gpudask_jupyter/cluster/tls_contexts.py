@@ -42,7 +42,9 @@ class ClusterSecurity(Security):  # type: ignore[misc]
 
     def __reduce__(self) -> tuple[Any, ...]:
         """The settings alone: a context cannot cross to a worker process."""
-        return (_rebuilt, (type(self), {name: getattr(self, name) for name in Security.__slots__}))
+        from .. import compat
+
+        return (_rebuilt, (type(self), compat.security_settings(self)))
 
 
 def _rebuilt(cls: type[ClusterSecurity], settings: dict[str, Any]) -> ClusterSecurity:

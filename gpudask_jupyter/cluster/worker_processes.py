@@ -98,26 +98,18 @@ def end_resource_tracker(timeout: float = 1.0) -> None:
     Spawning the workers started it: a child in the kernel's process group that ignores SIGTERM.
     ipykernel's shutdown ends the kernel's children before the kernel exits, and waits seconds
     for one that stays, longer than the kernel manager waits before its SIGTERM. Closing the
-    kernel's end of the tracker's pipe is how the tracker is told to finish (it removes what was
-    left registered, then exits), as its own ``_stop`` does, but bounded by ``timeout``. Relies
-    on ``resource_tracker._resource_tracker``'s ``_lock``, ``_fd`` and ``_pid`` (private;
-    Python 3.11 – 3.13). Only while ending: otherwise the tracker stays for what comes next."""
+    kernel's end of the tracker's pipe is how the tracker is told to finish
+    (:func:`..compat.python.detach_resource_tracker`), bounded here by ``timeout``. Only while
+    ending: otherwise the tracker stays for what comes next."""
     import time
 
-    from .. import lifecycle
+    from .. import compat, lifecycle
 
     if not lifecycle.ending():
         return
-    from multiprocessing import resource_tracker
-
-    tracker: Any = resource_tracker._resource_tracker  # type: ignore[attr-defined]
-    with tracker._lock:
-        fd, pid = tracker._fd, tracker._pid
-        if fd is None or pid is None:
-            return
-        tracker._fd = tracker._pid = None
-        with contextlib.suppress(OSError):
-            os.close(fd)
+    pid = compat.detach_resource_tracker()
+    if pid is None:
+        return
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

@@ -45,6 +45,7 @@ from .dask import (
     persisted_frame,
 )
 from .dask_cuda import (
+    CLUSTER_ENVIRON,
     cuda_worker_nannies,
     set_device_spill_limit,
 )
@@ -64,6 +65,7 @@ from .distributed import (
     run_on_comm,
     run_on_scheduler,
     run_on_workers,
+    security_settings,
     submit_on_scheduler,
     task_group_states,
     task_stream_plugin,
@@ -71,11 +73,23 @@ from .distributed import (
     worker_count,
     worker_identities,
 )
+from .ipykernel import (
+    route_replies,
+    unwrap_shutdown,
+    wrap_shutdown,
+)
+from .ipython import (
+    show_structured_traceback,
+)
 from .pandas import (
     masked_parts,
 )
+from .python import (
+    detach_resource_tracker,
+)
 
 __all__ = [
+    "CLUSTER_ENVIRON",
     "allows_duplicate_labels",
     "as_column",
     "builds_from_plc",
@@ -96,6 +110,7 @@ __all__ = [
     "concatenate_plc",
     "cuda_worker_nannies",
     "dask_meta",
+    "detach_resource_tracker",
     "executing_prefixes",
     "fail_unrunnable",
     "frame_columns",
@@ -112,21 +127,36 @@ __all__ = [
     "plc_of",
     "prefix_order",
     "retire_workers",
+    "route_replies",
     "run_on_comm",
     "run_on_scheduler",
     "run_on_workers",
+    "security_settings",
     "series_from_column",
     "set_device_spill_limit",
+    "show_structured_traceback",
     "string_parts",
     "string_plc_column",
     "submit_on_scheduler",
     "task_group_states",
     "task_stream_plugin",
     "unrunnable_restrictions",
+    "unwrap_shutdown",
     "with_validity",
     "worker_count",
     "worker_identities",
+    "wrap_shutdown",
 ]
 
-MODULES = ("distributed", "dask_cuda", "dask", "pandas", "cudf", "dask_gateway")
+MODULES = (
+    "python",
+    "ipykernel",
+    "ipython",
+    "distributed",
+    "dask_cuda",
+    "dask",
+    "pandas",
+    "cudf",
+    "dask_gateway",
+)
 """The compat modules, each with its ``CHECKED`` releases."""

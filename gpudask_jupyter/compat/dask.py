@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .releases import Checked
-
-#: the releases these calls were checked on
-CHECKED = Checked("dask", "2024.8", "2026.8")
+#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
+#: newest (:class:`.releases.Checked`)
+CHECKED = ("dask", "2024.8", "2026.8")
 
 
 def dask_meta(collection: Any) -> Any:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .releases import Checked
+#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
+#: newest (:class:`.releases.Checked`)
+CHECKED = ("dask-cuda", "25.10", "26.10")
 
-#: the releases these calls were checked on
-CHECKED = Checked("dask-cuda", "25.10", "26.10")
+#: what ``LocalCUDACluster.__init__`` sets in the kernel's environment as it is made, before its
+#: nannies spawn, so that RAPIDS does not initialise CUDA before a worker's GPU is named: copied
+#: from dask-cuda 25.10 – 26.10, since the interpreters launched ahead for its workers must be
+#: launched with it (a GPU test checks they are taken)
+CLUSTER_ENVIRON = {"RAPIDS_NO_INITIALIZE": "True"}
 
 
 def cuda_worker_nannies(cuda_worker: Any) -> list[Any]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .releases import Checked
-
-#: the releases these calls were checked on
-CHECKED = Checked("dask-gateway", "2024.1", "2026.3")
+#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
+#: newest (:class:`.releases.Checked`)
+CHECKED = ("dask-gateway", "2024.1", "2026.3")
 
 
 def close_gateway(gateway: Any) -> None:

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .releases import Checked
-
-#: the releases these calls were checked on
-CHECKED = Checked("distributed", "2024.8", "2026.8")
+#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
+#: newest (:class:`.releases.Checked`)
+CHECKED = ("distributed", "2024.8", "2026.8")
 
 
 def run_on_scheduler(client: Any, function: Any, timeout: float, **kwargs: Any) -> Any:
@@ -60,7 +59,8 @@ async def open_comm(address: str, timeout: float, connection_args: dict[str, Any
     import asyncio
     import time
 
-    from distributed.comm import parse_address, registry
+    from distributed.comm import registry
+    from distributed.comm.addressing import parse_address
 
     deadline = time.monotonic() + timeout
     scheme, location = parse_address(address)
@@ -107,6 +107,8 @@ async def run_on_comm(comm: Any, function: Any, **kwargs: Any) -> Any:
     if response.get("status") == "OK":
         return response.get("result")
     _, exc, tb = clean_exception(**response)
+    if exc is None:
+        raise OSError("the scheduler answered with an error it did not name")
     raise exc.with_traceback(tb)
 
 
@@ -264,3 +266,12 @@ def name_nanny(nanny: Any, name: str) -> None:
     """Give a nanny that has not started its worker yet that worker's name: ``Nanny.name``, which
     the nanny passes to its worker when it starts it (distributed 2024.8 – 2026.8)."""
     nanny.name = name
+
+
+def security_settings(security: Any) -> dict[str, Any]:
+    """The settings of a ``distributed.Security`` (its files, ciphers, requirements) by name,
+    as ``Security.__slots__`` lists them (distributed 2024.8 – 2026.8): what a copy of it made
+    elsewhere needs, without what it made from them."""
+    from distributed import Security
+
+    return {name: getattr(security, name) for name in Security.__slots__}

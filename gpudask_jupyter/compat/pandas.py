@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .releases import Checked
-
-#: the releases these calls were checked on
-CHECKED = Checked("pandas", "2.2", "3.1")
+#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
+#: newest (:class:`.releases.Checked`)
+CHECKED = ("pandas", "2.2", "3.1")
 
 
 def masked_parts(values: Any) -> tuple[Any, Any] | None:

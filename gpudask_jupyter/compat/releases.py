@@ -1,8 +1,10 @@
 """The releases of a library whose private parts a compat module uses, as checked.
 
-Each compat module names its library and the releases its calls were checked on
-(:data:`CHECKED`); a test compares them with the library installed and with the upper bound in
-``pyproject.toml``, so that a new release is taken on only after it was checked.
+Each compat module names its library and the releases its calls were checked on (its
+``CHECKED``, a plain tuple: a module of the scheduler's travels by value to schedulers without
+this package, so it imports nothing of it); a test compares them with the library installed and
+with the upper bound in ``pyproject.toml``, so that a new release is taken on only after it was
+checked.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ import time
 from types import FrameType
 from typing import Any
 
-from .. import lifecycle
+from .. import compat, lifecycle
 from . import interrupts
 
 log = logging.getLogger(__name__)
@@ -108,21 +108,16 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _wrap_do_shutdown(kernel: Any) -> None:
-    original = kernel.do_shutdown
-
-    def do_shutdown(restart: bool) -> Any:
-        asked = time.monotonic()
-        try:
-            run_closers("shutdown request" + (" (restart)" if restart else ""))
-        except Exception:  # ipykernel must still shut down
-            log.exception("closing on the kernel's shutdown request failed")
-        if _interrupt_running_cell():
-            _exit_by(asked + EXIT_AFTER)
-        return original(restart)
-
-    do_shutdown.gpudask = True  # type: ignore[attr-defined]
-    kernel.do_shutdown = do_shutdown
+def _before_shutdown(restart: bool) -> None:
+    """On the kernel's shutdown request, before ipykernel's own: the closers, then the running
+    cell interrupted (with the process ending by itself if it outlives that)."""
+    asked = time.monotonic()
+    try:
+        run_closers("shutdown request" + (" (restart)" if restart else ""))
+    except Exception:  # ipykernel must still shut down
+        log.exception("closing on the kernel's shutdown request failed")
+    if _interrupt_running_cell():
+        _exit_by(asked + EXIT_AFTER)
 
 
 def install(shell: Any) -> None:
@@ -131,8 +126,7 @@ def install(shell: Any) -> None:
     _terminating = False
     _closed.clear()
     kernel = getattr(shell, "kernel", None)
-    if kernel is not None and _kernel is None and hasattr(kernel, "do_shutdown"):
-        _wrap_do_shutdown(kernel)
+    if kernel is not None and _kernel is None and compat.wrap_shutdown(kernel, _before_shutdown):
         _kernel = kernel
     if _previous is not None or threading.current_thread() is not threading.main_thread():
         return
@@ -147,8 +141,8 @@ def uninstall() -> None:
     """Put back the SIGTERM handler and the kernel's ``do_shutdown`` (where still ours)."""
     global _previous, _kernel
     kernel, _kernel = _kernel, None
-    if kernel is not None and getattr(kernel.__dict__.get("do_shutdown"), "gpudask", False):
-        del kernel.do_shutdown
+    if kernel is not None:
+        compat.unwrap_shutdown(kernel)
     previous, _previous = _previous, None
     if previous is None or threading.current_thread() is not threading.main_thread():
         return

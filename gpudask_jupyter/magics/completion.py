@@ -43,7 +43,7 @@ def candidates(text_until_cursor: str) -> list[str]:
     given = set(typed[1:])
     options: list[str] = []
     for action in actions:
-        if set(action.option_strings) & given and not isinstance(action, argparse._HelpAction):
+        if set(action.option_strings) & given and action.dest != "help":
             continue  # already given once
         options.extend(flag for flag in action.option_strings if flag.startswith("--"))
     return options

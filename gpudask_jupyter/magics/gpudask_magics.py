@@ -435,9 +435,12 @@ class GpuDaskMagics(Magics):
         if args is None:
             return
         _check_move_arguments(args)
-        namespace = self.shell.user_ns
+        shell = self.shell
+        if shell is None:  # magics always run in a shell; this says so to the type checker
+            raise UsageError("%%to_gpu and %%to_cpu run in an IPython shell")
+        namespace = shell.user_ns
         before = Snapshot(namespace)
-        result = self.shell.run_cell(cell, store_history=False)
+        result = shell.run_cell(cell, store_history=False)
         if not result.success:
             raise UsageError("the cell raised an exception (shown above); nothing was converted")
         if args.names:

@@ -16,6 +16,8 @@ import logging
 from types import TracebackType
 from typing import Any
 
+from .. import compat
+
 log = logging.getLogger(__name__)
 
 _shell: Any = None  # the shell whose handler is ours
@@ -43,7 +45,7 @@ def _handler(
         said = None
     if said:
         stb = [*stb, said]
-    shell._showtraceback(etype, value, stb)
+    compat.show_structured_traceback(shell, etype, value, stb)
 
 
 def install(shell: Any) -> None:

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-from .. import compat
+from ..compat import distributed as compat
 
 DONE_STATES = ("memory", "released", "forgotten")
 
@@ -21,8 +21,9 @@ _shipped = False
 
 
 def ship_by_value() -> None:
-    """Make cloudpickle send this module (and :mod:`..compat`, which it calls) by value, so a
-    scheduler elsewhere need not install this package. Called in the monitoring process."""
+    """Make cloudpickle send this module and :mod:`..compat.distributed` (which it calls, and
+    which imports nothing of this package) by value, so a scheduler elsewhere need not install
+    this package. Called in the monitoring process."""
     global _shipped
     with _shipping:
         if not _shipped:

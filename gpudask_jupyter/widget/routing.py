@@ -28,15 +28,9 @@ log = logging.getLogger(__name__)
 def route(comm: Any) -> None:
     """Have the kernel hand ``comm``'s buttons to the main shell and its other messages to the
     shell they were sent to (a comm without ipykernel's routing is left as it is)."""
-    routed = getattr(comm, "_reply_subshell_for", None)
-    if comm is None or not callable(routed):
-        return
+    from .. import compat
 
-    def shell_for(data: Any, sent_to: str | None) -> str | None:
-        routed(data, sent_to)  # ipykernel's own bookkeeping of the replies it routes
-        return None if is_control(data) else sent_to
-
-    comm._reply_subshell_for = shell_for
+    compat.route_replies(comm, lambda data, sent_to: None if is_control(data) else sent_to)
 
 
 def is_control(data: Any) -> bool:

@@ -41,7 +41,7 @@ def _fresh(empty: Any) -> Any:
     slice of a column still refers to all of them): dask's ``make_meta``, which takes every
     column anew. It rebuilds columns by label, so repeated labels are set aside meanwhile."""
     import pandas as pd
-    from dask.dataframe.utils import make_meta
+    from dask.dataframe.dispatch import make_meta
 
     if isinstance(empty, pd.Series) or empty.columns.is_unique:
         return make_meta(empty)
