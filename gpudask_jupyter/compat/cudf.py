@@ -6,15 +6,18 @@ assembling frames from them all go through here.
 
 from __future__ import annotations
 
+import inspect
 import logging
+import re
+import threading
+from collections.abc import Callable
 from typing import Any
-
-from .releases import Checked
 
 log = logging.getLogger(__name__)
 
-#: the releases these calls were checked on
-CHECKED = Checked("cudf-cu13", "26.10", "26.10")
+#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
+#: newest (:class:`.releases.Checked`)
+CHECKED = ("cudf-cu13", "26.10", "26.10")
 
 
 def as_column(data: Any, nan_as_null: bool | None) -> Any:
@@ -120,35 +123,259 @@ def frame_from_columns(
     )
 
 
-# -- cuDF columns as the buffers they are made of (pylibcudf; checked on cuDF 26.10) -------------
+# -- cuDF columns as the buffers they are made of (pylibcudf) ------------------------------------
 #
 # cuDF 26 keeps each column as a ``pylibcudf.Column`` (``ColumnBase.plc_column``) and builds its
 # columns with ``ColumnBase.create(plc_column, dtype)``; ``ColumnBase.to_pylibcudf()`` gives the
 # same column with plain device spans. A string column is a STRING column of ``size`` rows whose
 # data are the characters and whose one child is the INT32 or INT64 offsets (``size + 1``).
+#
+# Whether these calls are there is probed (:func:`fast_path_lacks`), not read off the release:
+# the fast paths follow what the installed cuDF offers, and fall back where it lacks a piece.
+
+#: ``pylibcudf.Column``'s parameters, in the order :func:`string_plc_column` passes them
+PLC_COLUMN_PARAMETERS = ("data_type", "size", "data", "mask", "null_count", "offset", "children")
+#: the ``pylibcudf.Column`` accessors :func:`string_parts` calls, each with how many arguments it
+#: takes besides the column
+PLC_COLUMN_ACCESSORS = {
+    "offset": 0,
+    "num_children": 0,
+    "child": 1,
+    "size": 0,
+    "data": 0,
+    "null_mask": 0,
+    "null_count": 0,
+    "type": 0,
+}
 
 
 def builds_from_plc() -> bool:
-    """Whether this cuDF is one whose column internals were checked (26.10, the release
-    ``pyproject.toml`` asks for) and spills nothing: elsewhere strings and categoricals take
-    cuDF's own path, which the log says once. (A spilled buffer's span has no device memory
-    behind it, which :func:`string_parts` reads directly.)"""
+    """Whether string and categorical columns take the fast paths: this cuDF offers every call
+    they make (:func:`fast_path_lacks`, probed once a process) and spills nothing; elsewhere
+    they take cuDF's own, slower path. The answer follows what is installed, not its release
+    number, so a release that keeps these calls keeps the fast paths and one that drops a call
+    loses only them, with a warning naming it. Spilling is read on each call, since it can be
+    switched on at any time (a spilled buffer's span has no device memory behind it, which
+    :func:`string_parts` reads directly)."""
+    if fast_path_lacks():
+        return False
     import cudf
 
-    release = tuple(int(p) for p in cudf.__version__.split(".")[:2] if p.isdigit())
-    if release != (26, 10):
-        if not _said_release:
-            _said_release.append(release)
-            log.warning(
-                "cuDF %s is not the release gpudask_jupyter checked (26.10): string and "
-                "categorical columns take cuDF's own, slower path",
-                cudf.__version__,
-            )
-        return False
     return not cudf.get_option("spill")
 
 
-_said_release: list[tuple[int, ...]] = []
+def fast_path_lacks() -> tuple[str, ...]:
+    """What this cuDF lacks of the calls the fast paths make, by name; empty when it has them all.
+
+    Probed on first use and kept for the process (:func:`forget_probe` starts again), so that a
+    lack is logged once: a warning naming it, the traceback of each failed check at debug level.
+    The probe needs no GPU: it looks the names up and reads their signatures where they can be
+    read (:func:`_signature`); one that cannot be read is not held against the call.
+    """
+    with _probe_lock:
+        if not _probed:
+            _probed.append(_probe())
+        return _probed[0]
+
+
+def forget_probe() -> None:
+    """Probe again on the next :func:`fast_path_lacks` (tests swap the cuDF they run on)."""
+    with _probe_lock:
+        _probed.clear()
+
+
+_probe_lock = threading.Lock()
+_probed: list[tuple[str, ...]] = []
+
+
+def _probe() -> tuple[str, ...]:
+    """What the fast paths need and this cuDF lacks, the lack logged (see :func:`_needs`)."""
+    release = "?"
+    try:
+        import cudf
+
+        release = str(getattr(cudf, "__version__", "?"))
+        try:
+            import pylibcudf as plc
+        except ImportError:
+            log.debug("pylibcudf cannot be imported", exc_info=True)
+            lacking: tuple[str, ...] = ("pylibcudf",)
+        else:
+            lacking = tuple(name for name, check in _needs(cudf, plc) if not _passes(name, check))
+    except Exception as err:
+        log.debug("probing cuDF %s for its column internals failed", release, exc_info=True)
+        lacking = (f"a probe that runs ({type(err).__name__}: {err})",)
+    if lacking:
+        log.warning(
+            "string and categorical columns take cuDF's own, slower path: this cuDF (%s) lacks %s",
+            release,
+            ", ".join(lacking),
+        )
+    return lacking
+
+
+def _passes(name: str, check: Callable[[], object]) -> bool:
+    try:
+        check()
+    except Exception:
+        log.debug("cuDF's fast paths need %s, which this cuDF lacks", name, exc_info=True)
+        return False
+    return True
+
+
+def _needs(cudf: Any, plc: Any) -> list[tuple[str, Callable[[], object]]]:
+    """(name, check) of each call the fast-path functions of this module make: each check
+    raises where ``cudf`` / ``plc`` (pylibcudf) lack the call. The column methods the other
+    paths use as well (``astype``, ``fillna``, ``slice``, ``values``, ``to_pandas``, masks) are
+    left out: without them no path works, and there is nothing to fall back to. The spans
+    :func:`string_parts` reads are checked on ``gpumemoryview``, the span this module builds."""
+
+    def base() -> Any:
+        return cudf.core.column.ColumnBase
+
+    needs: list[tuple[str, Callable[[], object]]] = [
+        (
+            "cudf.core.column.ColumnBase.create(plc_column, dtype)",
+            lambda: _takes(base().create, 2),
+        ),
+        ("cudf.core.column.ColumnBase.to_pylibcudf()", lambda: _takes(base().to_pylibcudf, 1)),
+        (
+            "cudf.core.column.CategoricalColumn.codes",
+            lambda: _has(cudf.core.column, "CategoricalColumn.codes"),
+        ),
+        ("cudf.CategoricalDtype", lambda: _is_class(cudf.CategoricalDtype)),
+        ("cudf.CategoricalDtype.categories", lambda: _has(cudf, "CategoricalDtype.categories")),
+        ("cudf.CategoricalDtype._codes_dtype", lambda: _has(cudf, "CategoricalDtype._codes_dtype")),
+        ("pylibcudf.TypeId.STRING", lambda: plc.TypeId.STRING),
+        ("pylibcudf.TypeId.INT32", lambda: plc.TypeId.INT32),
+        ("pylibcudf.TypeId.INT64", lambda: plc.TypeId.INT64),
+        ("pylibcudf.DataType(type_id)", lambda: _takes(plc.DataType, 1)),
+        ("pylibcudf.DataType.id()", lambda: _takes(plc.DataType.id, 1)),
+        ("pylibcudf.gpumemoryview(array)", lambda: _takes(plc.gpumemoryview, 1)),
+        ("pylibcudf.gpumemoryview.ptr", lambda: plc.gpumemoryview.ptr),
+        ("pylibcudf.gpumemoryview.size", lambda: plc.gpumemoryview.size),
+        (
+            f"pylibcudf.Column({', '.join(PLC_COLUMN_PARAMETERS)})",
+            lambda: _column_constructor(plc.Column),
+        ),
+        (
+            "pylibcudf.concatenate.concatenate(columns)",
+            lambda: _takes(plc.concatenate.concatenate, 1),
+        ),
+    ]
+    for accessor, arguments in PLC_COLUMN_ACCESSORS.items():
+        needs.append((f"pylibcudf.Column.{accessor}()", _method_check(plc, accessor, arguments)))
+    return needs
+
+
+def _method_check(plc: Any, name: str, arguments: int) -> Callable[[], object]:
+    return lambda: _takes(getattr(plc.Column, name), 1 + arguments)
+
+
+def _has(root: Any, dotted: str) -> None:
+    """Raise AttributeError unless ``root`` has the attribute path ``dotted`` (a descriptor, as
+    a property or cached property is on its class, counts)."""
+    for part in dotted.split("."):
+        root = getattr(root, part)
+
+
+def _is_class(obj: Any) -> None:
+    if not isinstance(obj, type):
+        raise TypeError(f"{obj!r} is not a class")
+
+
+def _takes(obj: Any, count: int) -> inspect.Signature | None:
+    """Raise TypeError unless ``obj`` can be called with ``count`` positional arguments, as far
+    as its signature can be read (which it returns); where it cannot, being callable is enough."""
+    if not callable(obj):
+        raise TypeError(f"{obj!r} is not callable")
+    signature = _signature(obj)
+    if signature is None:
+        log.debug("the signature of %r cannot be read: taken as it is", obj)
+        return None
+    signature.bind(*range(count))
+    return signature
+
+
+def _column_constructor(column: Any) -> None:
+    """Raise TypeError unless ``pylibcudf.Column`` takes :data:`PLC_COLUMN_PARAMETERS` in that
+    order (the rest with defaults), where its signature can be read."""
+    signature = _takes(column, len(PLC_COLUMN_PARAMETERS))
+    names = tuple(signature.parameters)[: len(PLC_COLUMN_PARAMETERS)] if signature else None
+    if names is not None and names != PLC_COLUMN_PARAMETERS:
+        raise TypeError(f"pylibcudf.Column takes {names}, not {PLC_COLUMN_PARAMETERS}")
+
+
+def _signature(obj: Any) -> inspect.Signature | None:
+    """``obj``'s signature, or None where it cannot be read.
+
+    Cython's functions and methods (pylibcudf's, compiled with ``binding=True``) give theirs to
+    :func:`inspect.signature`; its classes (``pylibcudf.Column``) give none, or only
+    ``(*args, **kwargs)``, but carry it as their docstring's first line
+    (``embedsignature``), read here instead.
+    """
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None and not any(
+        p.kind is inspect.Parameter.VAR_POSITIONAL for p in signature.parameters.values()
+    ):
+        return signature
+    return _docstring_signature(obj)
+
+
+def _docstring_signature(obj: Any) -> inspect.Signature | None:
+    """The signature Cython's ``embedsignature`` writes as the docstring's first line, such as
+    ``Column(DataType data_type, size_type size, data: Span | None, ..., bool validate=True)``
+    (C types before a name, Python annotations after one), or None."""
+    doc = getattr(obj, "__doc__", None)
+    name = getattr(obj, "__name__", None)
+    if not isinstance(doc, str) or not isinstance(name, str):
+        return None
+    lines = doc.strip().splitlines()
+    found = re.fullmatch(rf"{re.escape(name)}\((.*)\)\s*(?:->.*)?", lines[0]) if lines else None
+    if found is None:
+        return None
+    parameters = []
+    keyword_only = False
+    for piece in _top_level_split(found.group(1)):
+        if piece == "/" or piece.startswith("**"):
+            continue
+        if piece == "*":
+            keyword_only = True
+            continue
+        if piece.startswith("*"):
+            return None  # any number of arguments: nothing to check them against
+        head, has_default, _ = piece.partition("=")
+        words = head.split(":")[0].split() if ":" in head else head.split()
+        if not words or not words[-1].isidentifier():
+            return None
+        default = None if has_default else inspect.Parameter.empty
+        kind = (
+            inspect.Parameter.KEYWORD_ONLY
+            if keyword_only
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        parameters.append(inspect.Parameter(words[-1], kind, default=default))
+    try:
+        return inspect.Signature(parameters)
+    except ValueError:  # a parameter without a default after one with: not a signature
+        return None
+
+
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets, each piece stripped, empty ones dropped."""
+    pieces, depth, current = [], 0, ""
+    for char in text:
+        depth += (char in "([{") - (char in ")]}")
+        if char == "," and depth == 0:
+            pieces.append(current)
+            current = ""
+        else:
+            current += char
+    pieces.append(current)
+    return [piece.strip() for piece in pieces if piece.strip()]
 
 
 def plc_of(column: Any) -> Any:

@@ -460,3 +460,13 @@ def test_to_cpu_of_a_large_frame_into_fresh_memory_equals_to_pandas(
     ours.iloc[4, 1] = -1
     assert ours.loc[3, "f"] == 1.5 and ours.iloc[4, 1] == -1
     assert ours.iloc[5, 1] == expected.iloc[5, 1]
+
+
+def test_the_installed_cudf_offers_every_call_of_the_fast_paths() -> None:
+    """On the release the GPU tier runs, strings and categoricals take the fast paths: a new
+    RAPIDS release that lacks one of their calls fails here, not silently in the timings."""
+    from gpudask_jupyter.compat.cudf import builds_from_plc, fast_path_lacks, forget_probe
+
+    forget_probe()
+    assert fast_path_lacks() == ()
+    assert builds_from_plc() or cudf.get_option("spill")

@@ -230,8 +230,9 @@ def _cudf(layout: Layout, devs: list[Any], rest: Any) -> Any:
 
 def _coded(coded: Coded, rows: int, devs: list[Any], null: bool | None) -> Any:
     """The cuDF column ``cudf.from_pandas`` makes of a string, categorical or nullable column,
-    over its buffers in the block. Without cuDF's column internals (another release), from
-    the pandas column made of the same buffers brought back to the host (slower, the same)."""
+    over its buffers in the block. Where this cuDF lacks a column internal that path calls
+    (:func:`.compat.cudf.builds_from_plc`), from the pandas column made of the same buffers
+    brought back to the host (slower, the same)."""
     import pandas as pd
 
     from .. import arrow_columns

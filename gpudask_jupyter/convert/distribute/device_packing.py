@@ -83,12 +83,12 @@ def _coded(column: Any, first_slot: int) -> tuple[Coded, list[Any]] | None:
     """A cuDF string or categorical column as the buffers of the pandas column ``to_pandas``
     gives (:mod:`.coded_columns`), as CuPy arrays: strings as 64-bit offsets, the characters
     and the mask; a categorical as pandas' signed codes (-1 where missing). None: the rest."""
+    if not compat.builds_from_plc():  # asked before CuPy is imported
+        return None
     import cupy
 
     from .. import arrow_columns
 
-    if not compat.builds_from_plc():
-        return None
     strings = arrow_columns.device_strings(column)
     if strings is not None:
         size, nulls, offsets, chars, mask = strings

@@ -1,0 +1,5 @@
+"""``cudf.core``: its columns and dtypes."""
+
+from . import column, dtypes
+
+__all__ = ["column", "dtypes"]
