@@ -106,6 +106,17 @@ def runtime_dir(
     tidy.stop()
 
 
+@pytest.fixture(autouse=True)
+def _notices_per_test() -> Iterator[None]:
+    """The no-GPU notice is said once per session: once per test here, so that no test's
+    output depends on which test ran before it."""
+    from gpudask_jupyter.convert import forget_notices
+
+    forget_notices()
+    yield
+    forget_notices()
+
+
 @pytest.fixture
 def shell() -> Iterator[object]:
     """A real IPython shell with the extension loaded; whatever it started is closed after."""

@@ -15,6 +15,7 @@ Every failure a user can cause or fix surfaces as a :class:`~..errors.GpuDaskErr
 the address, GPU or option involved.
 """
 
+# size: most of the length is the numpydoc reference of ClusterSession that help() shows
 from __future__ import annotations
 
 import atexit
@@ -71,7 +72,67 @@ def _stderr(message: str) -> None:
 
 
 class ClusterSession:
-    """The cluster this kernel started, attached to or joined, and the Client that talks to it."""
+    """The cluster this kernel started, attached to or joined, and the Client that talks to it.
+
+    ``%gpu_cluster start``, ``attach`` and ``join`` each make one with the classmethod of the
+    same name and keep it as the kernel's session (:func:`current`); ``scale``, ``restart``,
+    ``leave``, ``stop`` and ``status`` work on that session through the methods below. Called
+    from Python, the methods run on the calling thread, without the magics' guard that keeps
+    Ctrl-C from cutting one in half, and a new session does not close the running one
+    (``--replace`` does): close it first.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The client of the cluster's scheduler.
+    cluster : distributed.LocalCluster or dask_cuda.LocalCUDACluster, optional
+        The cluster this kernel started; None for one attached to, joined, or of dask-gateway.
+    devices : list
+        The GPUs (NVML devices) of this kernel's workers, one each; empty for CPU workers and
+        for a cluster attached to.
+    cpu_reason : str, default ""
+        Why this kernel's workers are CPU workers ("" with GPUs).
+    tls_files : dict of str to str, optional
+        The TLS files clients of the cluster use, by role, as the registry records them.
+    access : Access, optional
+        Who can reach a cluster this kernel started; None for one attached to, where that was
+        decided.
+
+    Attributes
+    ----------
+    client : distributed.Client
+        The ``Client`` the magic returns, made the default.
+    mode : str
+        ``"gpu"``, ``"cpu"`` (a local fallback cluster), ``"attached"``, ``"joined"`` or
+        ``"gateway"``.
+    address : str
+        The scheduler's address.
+    dashboard_link : str or None
+        The Dask dashboard, None when it is off.
+    alive : bool
+        Whether the session still works (not closed, the client running).
+
+    See Also
+    --------
+    start, attach, join : Make the kernel's session.
+
+    Examples
+    --------
+    Before ``%gpu_cluster start`` (or ``attach``, ``join``) the kernel has no session:
+
+    >>> from gpudask_jupyter.cluster.session import current
+    >>> print(current())
+    None
+
+    After it, the session holds what the magic made (on a machine without a GPU, a CPU
+    cluster):
+
+    >>> session = current()  # doctest: +SKIP
+    >>> session.mode, session.address  # doctest: +SKIP
+    ('gpu', 'tls://127.0.0.1:...')
+    >>> session.client.submit(sum, [1, 2]).result()  # doctest: +SKIP
+    3
+    """
 
     def __init__(
         self,
@@ -108,7 +169,52 @@ class ClusterSession:
     @classmethod
     def start(cls, plan: StartPlan) -> ClusterSession:
         """Start a local cluster as ``plan`` (see :func:`plan_start`) says. Nothing is left
-        running when it fails."""
+        running when it fails.
+
+        What ``%gpu_cluster start`` runs once its checks have passed: one dask-cuda worker per
+        GPU of the plan (a CPU ``LocalCluster`` where it has none), its client made the
+        default, the new session the kernel's.
+
+        Parameters
+        ----------
+        plan : StartPlan
+            From :func:`gpudask_jupyter.cluster.commands.plan_start`, given the options of
+            ``%gpu_cluster start`` (:class:`~gpudask_jupyter.cluster.options.StartOptions`),
+            which refuses what cannot start (``ClusterError``; ``NoGpuError`` where a GPU is
+            required and none is usable) before anything starts.
+
+        Returns
+        -------
+        ClusterSession
+            The kernel's new session; its ``client`` is the ``Client`` the magic returns.
+
+        Raises
+        ------
+        ClusterError
+            The cluster did not start, or its workers did not come up within the
+            ``startup-timeout`` option; what had begun is closed again.
+
+        Examples
+        --------
+        The plan refuses what cannot start, before anything starts:
+
+        >>> from gpudask_jupyter.cluster.commands import plan_start
+        >>> from gpudask_jupyter.cluster.options import StartOptions
+        >>> plan_start(StartOptions(host="0.0.0.0", tls=False))
+        Traceback (most recent call last):
+        ...
+        gpudask_jupyter.errors.ClusterError: --host 0.0.0.0 without TLS would let anyone who
+        can reach 0.0.0.0 run code as you. Drop --no-tls (TLS is the default), or add
+        --allow-insecure-network to accept that.
+
+        Two workers (on two GPUs; on a machine without one, CPU workers):
+
+        >>> from gpudask_jupyter import ClusterSession
+        >>> session = ClusterSession.start(plan_start(StartOptions(n_workers=2)))  # doctest: +SKIP
+        >>> len(session.workers())  # doctest: +SKIP
+        2
+        >>> session.close()  # doctest: +SKIP
+        """
         opts, access = plan.opts, plan.access
         prune_registry()
         kernel = kernel_id()
@@ -148,7 +254,55 @@ class ClusterSession:
         cancelled: Callable[[], bool] = lambda: False,
     ) -> ClusterSession:
         """Connect to ``target``'s running scheduler within ``timeout`` (given up, nothing left
-        open, once ``cancelled()``)."""
+        open, once ``cancelled()``).
+
+        What ``%gpu_cluster attach`` runs. A cluster attached to is never shut down from here:
+        :meth:`close` only disconnects from it.
+
+        Parameters
+        ----------
+        target : AttachTarget
+            The scheduler: from
+            :meth:`AttachTarget.resolve <gpudask_jupyter.cluster.target.AttachTarget.resolve>`,
+            given an address or a scheduler file, and the TLS files a ``tls://`` one needs.
+        timeout : float, default 10.0
+            Seconds the whole connection, handshake included, may take.
+        cancelled : callable, optional
+            Asked while waiting; once it returns True the attempt is given up.
+
+        Returns
+        -------
+        ClusterSession
+            The kernel's new session, in mode ``"attached"``, its client made the default.
+
+        Raises
+        ------
+        ClusterError
+            No Dask scheduler answered at the address within ``timeout`` (nobody, a silent
+            port, an HTTP server or a dashboard: the message says which), or the connection
+            failed; nothing is left open.
+
+        Examples
+        --------
+        The target checks what it is given, without connecting:
+
+        >>> from gpudask_jupyter.cluster.target import AttachTarget
+        >>> AttachTarget.resolve("127.0.0.1:8786", None).address
+        'tcp://127.0.0.1:8786'
+        >>> AttachTarget.resolve("tls://10.0.0.5:8786", None)
+        Traceback (most recent call last):
+        ...
+        gpudask_jupyter.errors.ClusterError: tls://10.0.0.5:8786 uses TLS: pass --tls-ca-file,
+        --tls-cert and --tls-key
+
+        Attaching needs a scheduler that answers there:
+
+        >>> from gpudask_jupyter import ClusterSession
+        >>> target = AttachTarget.resolve("tcp://10.0.0.5:8786", None)
+        >>> session = ClusterSession.attach(target)  # doctest: +SKIP
+        >>> session.mode  # doctest: +SKIP
+        'attached'
+        """
         prune_registry()
         client = connect(target, timeout, cancelled=cancelled)
         session = cls(client, None, [], tls_files=target.tls_files())
@@ -184,7 +338,55 @@ class ClusterSession:
     def join(cls, plan: JoinPlan) -> ClusterSession:
         """Lend this machine's GPUs (else CPU workers) to the scheduler of ``plan`` (see
         :func:`plan_join`): connect, then start one worker per GPU there. Nothing is left
-        running on failure."""
+        running on failure.
+
+        What ``%gpu_cluster join`` runs once its checks have passed. The workers run whatever
+        the scheduler sends them, as you: join only schedulers you trust.
+
+        Parameters
+        ----------
+        plan : JoinPlan
+            A join checked in full by :func:`gpudask_jupyter.cluster.commands.plan_join`,
+            given the scheduler (an
+            :class:`~gpudask_jupyter.cluster.target.AttachTarget`) and the workers'
+            :class:`~gpudask_jupyter.cluster.options.StartOptions`; making it finds the
+            scheduler answering.
+
+        Returns
+        -------
+        ClusterSession
+            The kernel's new session, in mode ``"joined"``, its client made the default.
+
+        Raises
+        ------
+        ClusterError
+            The scheduler could not be reached, or this kernel's workers did not join it
+            within the ``startup-timeout`` option; nothing is left running.
+
+        See Also
+        --------
+        leave : Retire this kernel's workers, then disconnect.
+
+        Examples
+        --------
+        A join needs a scheduler, by address or scheduler file:
+
+        >>> from gpudask_jupyter.cluster.target import AttachTarget
+        >>> AttachTarget.resolve(None, None, asked="join")
+        Traceback (most recent call last):
+        ...
+        gpudask_jupyter.errors.ClusterError: join needs a scheduler ADDRESS or --scheduler-file
+        FILE (one of them)
+
+        >>> from gpudask_jupyter import ClusterSession
+        >>> from gpudask_jupyter.cluster.commands import plan_join
+        >>> from gpudask_jupyter.cluster.options import StartOptions
+        >>> target = AttachTarget.resolve("tcp://10.0.0.5:8786", None, asked="join")
+        >>> plan = plan_join(target, StartOptions(gpus=[0, 1]))  # doctest: +SKIP
+        >>> session = ClusterSession.join(plan)  # doctest: +SKIP
+        >>> session.mode  # doctest: +SKIP
+        'joined'
+        """
         prune_registry()
         logs.route(kernel_id())  # the nannies and workers log to a file, not to a cell
         client = connect(plan.target, plan.timeout, "join")
@@ -291,7 +493,36 @@ class ClusterSession:
 
     def workers(self) -> dict[str, dict[str, Any]]:
         """The scheduler's description of each worker, by address, asked within
-        :data:`CALL_TIMEOUT` (a paused scheduler must not hang ``status``)."""
+        :data:`CALL_TIMEOUT` (a paused scheduler must not hang ``status``).
+
+        What ``%gpu_cluster status`` lists.
+
+        Returns
+        -------
+        dict of str to dict
+            Each worker's address, and what the scheduler says of it (``host``, ``name``,
+            ``memory_limit``, ``nanny``, ``metrics`` ...).
+
+        Raises
+        ------
+        ClusterError
+            The session no longer works (closed, or its scheduler gone), or the scheduler did
+            not answer within :data:`CALL_TIMEOUT` seconds.
+
+        Examples
+        --------
+        The kernel's session; without one, :func:`require_current` says how to get one:
+
+        >>> from gpudask_jupyter.cluster.session import require_current
+        >>> require_current().workers()
+        Traceback (most recent call last):
+        ...
+        gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
+        %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
+
+        >>> list(require_current().workers())  # doctest: +SKIP
+        ['tls://127.0.0.1:...', 'tls://127.0.0.1:...']
+        """
         if not self.alive:
             raise ClusterError(self.gone())
         try:
@@ -329,6 +560,36 @@ class ClusterSession:
     # -- management -----------------------------------------------------------------------------
 
     def scale(self, n: int) -> None:
+        """Change the number of workers of a cluster this kernel started (or of dask-gateway),
+        and wait until the scheduler lists that many.
+
+        What ``%gpu_cluster scale N`` runs.
+
+        Parameters
+        ----------
+        n : int
+            Workers wanted: at most one per GPU the cluster was started with; for CPU
+            workers, at most one per core the kernel may use (unless started with
+            ``--oversubscribe``).
+
+        Raises
+        ------
+        ClusterError
+            The kernel attached to or joined the cluster (it is scaled where it was started),
+            ``n`` is beyond the cluster's GPUs or cores, the session no longer works, or the
+            workers did not come within the ``startup-timeout`` option.
+
+        Examples
+        --------
+        >>> from gpudask_jupyter.cluster.session import require_current
+        >>> require_current().scale(2)
+        Traceback (most recent call last):
+        ...
+        gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
+        %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
+
+        >>> require_current().scale(1)  # doctest: +SKIP
+        """
         if self.gateway is not None:
             if not self.alive:
                 raise ClusterError(self.gone())
@@ -365,7 +626,32 @@ class ClusterSession:
         self.note_room()
 
     def adapt(self, minimum: int, maximum: int) -> None:
-        """Let dask-gateway scale the cluster between ``minimum`` and ``maximum`` workers."""
+        """Let dask-gateway scale the cluster between ``minimum`` and ``maximum`` workers.
+
+        What ``%gpu_cluster scale --adapt MIN MAX`` runs.
+
+        Parameters
+        ----------
+        minimum, maximum : int
+            The fewest and the most workers the gateway may keep.
+
+        Raises
+        ------
+        ClusterError
+            The cluster is not one of dask-gateway (``scale`` takes a number there instead), or
+            ``minimum`` is above ``maximum``.
+
+        Examples
+        --------
+        >>> from gpudask_jupyter.cluster.session import require_current
+        >>> require_current().adapt(1, 8)
+        Traceback (most recent call last):
+        ...
+        gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
+        %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
+
+        >>> require_current().adapt(1, 8)  # after start --gateway  # doctest: +SKIP
+        """
         if self.gateway is None:
             raise ClusterError(
                 "Adaptive scaling is offered for clusters of dask-gateway (start --gateway); "
@@ -377,7 +663,27 @@ class ClusterSession:
 
     def restart(self) -> None:
         """Restart the workers (frees their host and GPU memory), keeping the cluster: only
-        this kernel's own of a scheduler it joined, whose other workers are someone else's."""
+        this kernel's own of a scheduler it joined, whose other workers are someone else's.
+
+        What ``%gpu_cluster restart`` runs. Results the workers held are lost.
+
+        Raises
+        ------
+        ClusterError
+            The session no longer works, or the restart failed or did not finish within the
+            ``startup-timeout`` option.
+
+        Examples
+        --------
+        >>> from gpudask_jupyter.cluster.session import require_current
+        >>> require_current().restart()
+        Traceback (most recent call last):
+        ...
+        gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
+        %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
+
+        >>> require_current().restart()  # doctest: +SKIP
+        """
         if not self.alive:
             raise ClusterError(self.gone())
         timeout = float(config.get("startup-timeout"))
@@ -394,7 +700,43 @@ class ClusterSession:
 
     def leave(self, timeout: float = LEAVE_TIMEOUT) -> Retirement:
         """Retire this kernel's workers from the scheduler it joined (the scheduler moves their
-        data to its other workers first, within ``timeout``), end them, then disconnect."""
+        data to its other workers first, within ``timeout``), end them, then disconnect.
+
+        What ``%gpu_cluster leave`` (and ``stop`` of a joined cluster) runs; the scheduler
+        keeps running.
+
+        Parameters
+        ----------
+        timeout : float, default 30.0
+            Seconds the scheduler may take to move the data; then the workers are ended
+            anyway.
+
+        Returns
+        -------
+        Retirement
+            This kernel's workers, those the scheduler retired, and why not the others;
+            ``describe(address)`` says it in a sentence.
+
+        Raises
+        ------
+        ClusterError
+            This kernel did not join the cluster (it started or attached to it: :meth:`close`
+            is for that).
+
+        Examples
+        --------
+        >>> from gpudask_jupyter.cluster.session import require_current
+        >>> require_current().leave()
+        Traceback (most recent call last):
+        ...
+        gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
+        %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
+
+        >>> session = require_current()  # doctest: +SKIP
+        >>> print(session.leave().describe(session.address))  # doctest: +SKIP
+        2 workers of this kernel left the cluster at tcp://10.0.0.5:8786; the scheduler moved
+        the data they held to its other workers first.
+        """
         if self.joined is None:
             stop = "disconnects from it" if self.cluster is None else "ends this kernel's cluster"
             raise ClusterError(
@@ -418,8 +760,35 @@ class ClusterSession:
     def close(self, release_room: bool = True) -> None:
         """Close what this kernel started, leaving no worker process; only disconnect from what
         it attached to; leave what it joined (quickly). Works whatever state the client and the
-        scheduler are in. ``release_room``: end the kernel's lease too, unless the kernel holds
-        GPU data under its own cap (a ``--replace`` keeps it for the new cluster)."""
+        scheduler are in.
+
+        What ``%gpu_cluster stop`` runs (for a joined cluster it runs :meth:`leave`, which
+        gives the scheduler more time to move the data). Closing twice does nothing.
+
+        Parameters
+        ----------
+        release_room : bool, default True
+            On a shared machine, end the kernel's lease too, unless the kernel holds GPU data
+            under its own cap (a ``--replace`` keeps it for the new cluster).
+
+        Examples
+        --------
+        :func:`close_current` closes the kernel's session, if there is one:
+
+        >>> from gpudask_jupyter.cluster.session import close_current, current
+        >>> close_current()  # no session: nothing to close
+        False
+
+        A closed session says so, and what still helps:
+
+        >>> session = current()  # doctest: +SKIP
+        >>> session.close()  # doctest: +SKIP
+        >>> session.workers()  # doctest: +SKIP
+        Traceback (most recent call last):
+        ...
+        gpudask_jupyter.errors.ClusterError: The cluster at tls://127.0.0.1:... is no longer
+        usable: its client was closed. ...
+        """
         if self._closed:
             return
         alive = self.alive

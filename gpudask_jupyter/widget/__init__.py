@@ -67,7 +67,61 @@ def _bundle() -> Path:
 
 
 class Panel(anywidget.AnyWidget):  # type: ignore[misc]
-    """Live GPU utilisation and memory, task stream and progress of the kernel's cluster."""
+    """Live GPU utilisation and memory, task stream and progress of the kernel's cluster.
+
+    What ``%gpu_cluster panel`` shows: displayed in a notebook cell (as a cell's last value, or
+    with ``display``), it samples on a background thread of the kernel while a view draws it,
+    and stops when the last view goes. Without a GPU, NVML or a cluster it says which and shows
+    what it can; where no widget can be drawn its ``text/plain`` is a text snapshot. The
+    settings below are traitlets: the panel's own controls change them, and so can code.
+
+    Parameters
+    ----------
+    interval : float, optional
+        Seconds between samples, clamped to 0.25–10 (default: the ``refresh-interval``
+        option).
+    history : float, optional
+        Seconds of GPU history and task stream to keep, clamped to 10–3600 (default: the
+        ``history`` option).
+    processes : bool, default False
+        Also list your GPU processes (other users' only as a count).
+    paused : bool, default False
+        Stop sending new samples to the views until set to False again.
+    **kwargs
+        Passed on to ``anywidget.AnyWidget`` (``layout``, for example).
+
+    Attributes
+    ----------
+    views : int
+        How many views are drawing the panel now.
+
+    Raises
+    ------
+    FileNotFoundError
+        The panel's front end is not built (a source checkout without ``npm run build``); a
+        package installed with pip has it.
+
+    See Also
+    --------
+    close : Stop the panel's samples and remove it from every view.
+
+    Examples
+    --------
+    >>> from gpudask_jupyter import Panel
+    >>> panel = Panel(interval=0.5, history=600)
+    >>> panel.interval, panel.history, panel.processes, panel.paused
+    (0.5, 600.0, False, False)
+    >>> panel.interval = 60  # outside 0.25–10 seconds: clamped
+    >>> panel.interval
+    10.0
+    >>> panel.views  # no front end has drawn it
+    0
+    >>> panel.close()
+
+    In a notebook cell, the live panel (the same as ``%gpu_cluster panel``):
+
+    >>> Panel()  # doctest: +SKIP
+    """
 
     _esm = traitlets.Unicode().tag(sync=True)
     interval = traitlets.Float(DEFAULT_INTERVAL).tag(sync=True)
