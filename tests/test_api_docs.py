@@ -23,17 +23,17 @@ from gpudask_jupyter.widget import STATIC
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 MODULES = (
-    "gpudask_jupyter.convert",
-    "gpudask_jupyter.widget",
+    "gpudask_jupyter.convert.api",
+    "gpudask_jupyter.widget.panel",
     "gpudask_jupyter.cluster.session",
 )
 SESSION = "gpudask_jupyter.cluster.session.ClusterSession"
 
 #: each documented object (by its qualified name) and the numpydoc sections it must have
 SECTIONS: dict[str, tuple[str, ...]] = {
-    "gpudask_jupyter.convert.to_gpu": ("Parameters", "Returns", "Raises", "Examples"),
-    "gpudask_jupyter.convert.to_cpu": ("Parameters", "Returns", "Raises", "Examples"),
-    "gpudask_jupyter.widget.Panel": ("Parameters", "Attributes", "Raises", "Examples"),
+    "gpudask_jupyter.convert.api.to_gpu": ("Parameters", "Returns", "Raises", "Examples"),
+    "gpudask_jupyter.convert.api.to_cpu": ("Parameters", "Returns", "Raises", "Examples"),
+    "gpudask_jupyter.widget.panel.Panel": ("Parameters", "Attributes", "Raises", "Examples"),
     SESSION: ("Parameters", "Attributes", "Examples"),
     f"{SESSION}.start": ("Parameters", "Returns", "Raises", "Examples"),
     f"{SESSION}.attach": ("Parameters", "Returns", "Raises", "Examples"),

@@ -162,6 +162,44 @@ def test_every_folder_says_what_it_holds() -> None:
         assert ast.get_docstring(ast.parse(init.read_text())), init
 
 
+#: what the package's own ``__init__`` may hold beyond re-exports: its version, the lazy
+#: attributes that keep ``import gpudask_jupyter`` light (PEP 562), and Jupyter's hooks
+TOP_INIT_EXTRAS = {"__version__", "_LAZY", "__getattr__", "__dir__"}
+
+
+def _does_something(node: ast.stmt, top: bool) -> bool:
+    """Whether a statement of an ``__init__`` does more than re-export."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return False
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return False  # the docstring
+    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+        names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        return not (names <= {"__all__"} or (top and names <= TOP_INIT_EXTRAS))
+    if top and isinstance(node, ast.FunctionDef):
+        return node.name not in TOP_INIT_EXTRAS and not node.name.startswith("_jupyter_")
+    return True
+
+
+def test_an_init_module_re_exports_and_does_nothing_else() -> None:
+    """Logic and state live in modules whose names say what they hold; a folder's
+    ``__init__`` says what the folder holds and gathers its names for callers."""
+    busy = []
+    for name, path in _modules().items():
+        if path.name != "__init__.py":
+            continue
+        top = name == "gpudask_jupyter"
+        for node in ast.parse(path.read_text()).body:
+            if _does_something(node, top):
+                busy.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert busy == []
+
+
+def test_the_init_check_finds_logic() -> None:
+    tree = ast.parse("x = 1\ndef f():\n    pass\n__all__ = ['f']\nfrom . import y\n")
+    assert [_does_something(node, top=False) for node in tree.body] == [True, True, False, False]
+
+
 def test_no_two_modules_share_a_name() -> None:
     names = Counter(path.stem for path in _modules().values() if path.stem != "__init__")
     assert [name for name, count in names.items() if count > 1] == []

@@ -87,9 +87,11 @@ from .pandas import (
 from .python import (
     detach_resource_tracker,
 )
+from .releases import MODULES
 
 __all__ = [
     "CLUSTER_ENVIRON",
+    "MODULES",
     "allows_duplicate_labels",
     "as_column",
     "builds_from_plc",
@@ -147,16 +149,3 @@ __all__ = [
     "worker_identities",
     "wrap_shutdown",
 ]
-
-MODULES = (
-    "python",
-    "ipykernel",
-    "ipython",
-    "distributed",
-    "dask_cuda",
-    "dask",
-    "pandas",
-    "cudf",
-    "dask_gateway",
-)
-"""The compat modules, each with its ``CHECKED`` releases."""

@@ -11,6 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MODULES = (
+    "python",
+    "ipykernel",
+    "ipython",
+    "distributed",
+    "dask_cuda",
+    "dask",
+    "pandas",
+    "cudf",
+    "dask_gateway",
+)
+"""The compat modules (of this folder), each with its ``CHECKED`` releases."""
+
 
 def release(version: str) -> tuple[int, int]:
     """(major, minor) of a version such as ``2026.8.1``, ``26.10.0a3`` or ``3.1``."""
