@@ -142,11 +142,10 @@ def test_a_kernel_with_cupy_alone_gives_back_cupys_pool(
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "rmm" else real(name, *a)
     )
-    monkeypatch.setattr(caps, "_kernel_cap", None)
-    monkeypatch.setattr(caps, "_capped", None)
-    assert not caps.give_back()  # no cap installed: nothing of the kernel's to give back
-    assert caps.install_kernel_cap(100 * MiB) == 50 * MiB
-    assert caps.give_back() and freed == [True]
+    kernel = caps.KernelCap()  # a kernel's cap of its own, not this process's
+    assert not kernel.give_back()  # no cap installed: nothing of the kernel's to give back
+    assert kernel.install(100 * MiB) == 50 * MiB
+    assert kernel.give_back() and freed == [True]
 
 
 def test_a_resource_made_current_over_the_cap_is_capped_again(rmm: Any) -> None:

@@ -134,7 +134,7 @@ def test_the_lease_keeps_the_time_of_the_clusters_last_work(
         try:
             lease = held.lease
             lease.active = time.time() - 3600  # as if the holder had not worked for an hour
-            holder.touch(force=False)  # not yet 30 s since the last write: nothing changes
+            holder.note_activity(force=False)  # not yet 30 s since the last write: nothing changes
             with (
                 LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster,
                 Client(cluster) as client,

@@ -37,10 +37,6 @@ KERNEL_PART = 0.5
 #: dask-cuda spills a worker's data to host memory above this part of the worker's cap
 SPILL_AT = 0.8
 
-_lock = threading.Lock()
-_kernel_cap: int | None = None  # the cap installed in this kernel (None: none yet)
-_capped: Any = None  # the kernel's allocator.Capped, where RMM holds the cap
-
 
 def kernel_part(share: int) -> int:
     return int(share * KERNEL_PART)
@@ -138,64 +134,77 @@ def pin_kernel(identifiers: list[str], share: int) -> bool:
     return True
 
 
-def install_kernel_cap(share: int) -> int | None:
-    """Cap the kernel's own allocations on its GPU at its part of ``share``; a later call with
-    another share moves the cap (an elastic share, :mod:`.shares`), what is held staying. RMM
-    where it is installed (cuDF and CuPy through it, :mod:`.allocator`), else CuPy's pool
-    limit. Returns the cap, or None where neither library is here."""
-    global _kernel_cap, _capped
-    with _lock:
-        cap = kernel_part(share)
-        if _kernel_cap == cap:
-            return _kernel_cap
-        if importlib.util.find_spec("rmm") is not None:
-            from .allocator import Capped
+class KernelCap:
+    """The cap on a kernel's own GPU allocations: one per kernel process (:data:`this_kernel`,
+    whose methods the module's functions are); a test can make others."""
 
-            if _capped is None:
-                _capped = Capped(cap)
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cap: int | None = None  # the cap installed (None: none yet)
+        self._capped: Any = None  # the allocator.Capped, where RMM holds the cap
+
+    def install(self, share: int) -> int | None:
+        """Cap the kernel's own allocations on its GPU at its part of ``share``; a later call
+        with another share moves the cap (an elastic share, :mod:`.shares`), what is held
+        staying. RMM where it is installed (cuDF and CuPy through it, :mod:`.allocator`), else
+        CuPy's pool limit. Returns the cap, or None where neither library is here."""
+        with self._lock:
+            cap = kernel_part(share)
+            if self._cap == cap:
+                return self._cap
+            if importlib.util.find_spec("rmm") is not None:
+                from .allocator import Capped
+
+                if self._capped is None:
+                    self._capped = Capped(cap)
+                else:
+                    self._capped.set(cap)
+            elif "cupy" in sys.modules or importlib.util.find_spec("cupy") is not None:
+                import cupy
+
+                cupy.get_default_memory_pool().set_limit(size=cap)
             else:
-                _capped.set(cap)
-        elif "cupy" in sys.modules or importlib.util.find_spec("cupy") is not None:
-            import cupy
+                return None
+            self._cap = cap
+            log.info("this kernel's GPU allocations are capped at %s", format_bytes(cap))
+            return cap
 
-            cupy.get_default_memory_pool().set_limit(size=cap)
-        else:
-            return None
-        _kernel_cap = cap
-        log.info("this kernel's GPU allocations are capped at %s", format_bytes(cap))
-        return cap
+    def refresh(self) -> None:
+        """Give the cap back what buffers made under an earlier cap have freed."""
+        if self._capped is not None:
+            self._capped.refresh()
 
+    def give_back(self) -> bool:
+        """Hand back to CUDA what the kernel's allocator keeps for reuse after it was freed
+        (RMM's asynchronous pool, :meth:`.allocator.Capped.give_back`, or CuPy's own pool);
+        False where there is nothing of the kind to give back."""
+        if self._capped is not None:
+            return bool(self._capped.give_back())
+        cupy = sys.modules.get("cupy")
+        if cupy is not None and self._cap is not None:
+            cupy.get_default_memory_pool().free_all_blocks()
+            log.info("the GPU memory CuPy kept for reuse in this kernel is given back")
+            return True
+        return False
 
-def refresh_kernel_cap() -> None:
-    """Give the kernel's cap back what buffers made under an earlier cap have freed."""
-    if _capped is not None:
-        _capped.refresh()
+    def held(self) -> int:
+        """Bytes the kernel's capped allocations hold now (0 without a cap)."""
+        if self._capped is not None:
+            return int(self._capped.held())
+        cupy = sys.modules.get("cupy")
+        if cupy is not None and self._cap is not None:
+            return int(cupy.get_default_memory_pool().used_bytes())
+        return 0
 
-
-def give_back() -> bool:
-    """Hand back to CUDA what the kernel's allocator keeps for reuse after it was freed (RMM's
-    asynchronous pool, :meth:`.allocator.Capped.give_back`, or CuPy's own pool); False where
-    there is nothing of the kind to give back."""
-    if _capped is not None:
-        return bool(_capped.give_back())
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and _kernel_cap is not None:
-        cupy.get_default_memory_pool().free_all_blocks()
-        log.info("the GPU memory CuPy kept for reuse in this kernel is given back")
-        return True
-    return False
-
-
-def kernel_held() -> int:
-    """Bytes the kernel's capped allocations hold now (0 without a cap)."""
-    if _capped is not None:
-        return int(_capped.held())
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and _kernel_cap is not None:
-        return int(cupy.get_default_memory_pool().used_bytes())
-    return 0
+    def cap(self) -> int | None:
+        """The cap installed (None: none)."""
+        return self._cap
 
 
-def kernel_cap() -> int | None:
-    """The cap installed in this kernel (None: none)."""
-    return _kernel_cap
+#: this kernel's cap
+this_kernel = KernelCap()
+install_kernel_cap = this_kernel.install
+refresh_kernel_cap = this_kernel.refresh
+give_back = this_kernel.give_back
+kernel_held = this_kernel.held
+kernel_cap = this_kernel.cap

@@ -47,14 +47,6 @@ HELD_CHANGE = 64 * 2**20
 #: seconds between two requests of a holder above the level to give back cached memory
 GIVE_BACK_EVERY = 10.0
 
-_lock = threading.RLock()
-_lease: Lease | None = None
-_room: RoomDir | None = None
-_registered = False
-_watch: Periodic | None = None
-_follower: Periodic | None = None
-_given_back = float("-inf")  # when this kernel last asked its processes to give back cached memory
-
 
 @dataclass(frozen=True)
 class Held:
@@ -67,130 +59,10 @@ class Held:
     warning: str = ""
 
 
-def _follow() -> None:
-    """Keep this kernel's elastic share as the room changes, every :data:`FOLLOW_EVERY` seconds:
-    measured again (:mod:`.shares`), written into the lease for its workers (which follow what
-    their own kernel found), the kernel's own cap moved with it, its capped allocations given
-    back what earlier caps' buffers have freed."""
-    global _follower
-    with _lock:
-        if _follower is None:
-            _follower = Periodic(
-                "gpudask-room-share",
-                FOLLOW_EVERY,
-                follow_once,
-                "room: cannot follow this kernel's share",
-            )
-            _follower.start()
-
-
-def _unfollow() -> None:
-    global _follower
-    if _follower is not None:
-        _follower.stop()
-        _follower = None
-
-
 def share_now(lease: Lease) -> int:
     """What ``lease``'s holder may take now on the GPU of its lease where that is least: the
     share it was planned, or the elastic share this kernel last found (:func:`follow_once`)."""
     return lease.smallest.share
-
-
-def measured_shares(lease: Lease, own_held: int = 0) -> tuple[dict[str, int], bool]:
-    """``lease``'s elastic share on each of its GPUs now, from what the machine shows
-    (:mod:`.measure`), computed by its holder (which counts ``own_held`` for itself); and
-    whether its hold is above the level on one of them (:func:`.shares.above_level`)."""
-    leases = room().leases()
-    memory = measure.read(room_devices())
-    out = {}
-    for share in lease.gpus:
-        one = Lease(**{**vars(lease), "gpus": [share]})
-        out[share.uuid] = shares.cap_of(one, leases, memory, own_held)
-    above = shares.above_level(lease, leases, memory, own_held, margin=HELD_CHANGE)
-    return out, above
-
-
-def current_share() -> int | None:
-    """This kernel's share now (None: it holds no lease)."""
-    lease = _lease
-    return None if lease is None else share_now(lease)
-
-
-def follow_once() -> None:
-    """One look at the room: this kernel's elastic share measured again and written into its
-    lease when it shrank, grew by :data:`HELD_CHANGE` or more, or the file went missing; the
-    kernel's own cap moved to it. A holder above the level gives back what its allocators keep
-    cached (the kernel at once, its workers at their next look, asked through the lease's
-    ``give_back``), at most every :data:`GIVE_BACK_EVERY` seconds."""
-    global _given_back
-    lease = _lease
-    if lease is None or not lease.elastic:
-        return
-    held = caps.kernel_held()
-    found, above = measured_shares(lease, held)
-    with _lock:
-        if _lease is not lease:
-            return
-        now = time.monotonic()
-        asked = above and now - _given_back >= GIVE_BACK_EVERY
-        if asked:
-            _given_back = now
-            lease.give_back += 1
-        changed = [
-            Share(s.uuid, s.index, found.get(s.uuid, s.share))
-            for s in lease.gpus
-            if found.get(s.uuid, s.share) < s.share
-            or found.get(s.uuid, s.share) - s.share >= HELD_CHANGE
-        ]
-        gone = lease.path is None or not lease.path.exists()
-        if asked or changed or gone or abs(held - lease.held) >= HELD_CHANGE:
-            lease.gpus = [Share(s.uuid, s.index, found.get(s.uuid, s.share)) for s in lease.gpus]
-            lease.held = held
-            _rewrite()
-    if asked:
-        log.info("room: this kernel holds more than an equal part; it gives back cached memory")
-        caps.give_back()
-    if caps.kernel_cap() is not None:
-        caps.install_kernel_cap(share_now(lease))
-        caps.refresh_kernel_cap()
-
-
-def watch(probe: Callable[[], float | None], every: float = ACTIVE_EVERY) -> None:
-    """Refresh the lease's last work from ``probe`` (the cluster's scheduler) every ``every``
-    seconds until released."""
-    global _watch
-
-    def look() -> None:
-        last = probe()  # a scheduler that went away: the magics say so, not this thread
-        if last is not None:
-            worked(last)
-
-    with _lock:
-        if _watch is not None:
-            _watch.stop()
-        _watch = Periodic(
-            "gpudask-room-activity",
-            every,
-            look,
-            "room: cannot ask the scheduler when it last worked",
-        )
-        _watch.start()
-
-
-def _unwatch() -> None:
-    global _watch
-    if _watch is not None:
-        _watch.stop()
-        _watch = None
-
-
-def worked(when: float) -> None:
-    """Note work that ran at ``when`` (seconds since the epoch), if later than the last noted."""
-    with _lock:
-        if _lease is not None and _room is not None and when > _lease.active + 1:
-            _lease.active = min(when, time.time())
-            _rewrite()
 
 
 def room_devices() -> list[nvml.Device]:
@@ -207,102 +79,15 @@ def room_devices() -> list[nvml.Device]:
     return nvml.devices()
 
 
-def room() -> RoomDir:
-    global _room
-    path = Path(str(config.get("room-dir")))
-    if _room is None or _room.path != path:
-        _room = RoomDir(path)
-    return _room
-
-
-def applies(shared: bool) -> bool:
+def places_kernels(shared: bool) -> bool:
     """Whether this kernel's GPUs are placed: on a shared machine, unless ``room-gpus`` is 0."""
     return shared and int(config.get("room-gpus")) > 0
-
-
-def current() -> Lease | None:
-    return _lease
 
 
 def elastic() -> bool:
     """Whether shares follow the holders present (:mod:`.shares`): the instructor set no plan
     (``room-students`` 0) and no fixed ``room-share``."""
     return int(config.get("room-students")) == 0 and config.get("room-share") == "auto"
-
-
-def _register() -> None:
-    global _registered
-    if not _registered:
-        lifecycle.on_unload(release, lifecycle.FIRST)  # before anything that may be cut short
-        atexit.register(release)
-        _registered = True
-
-
-def _write(
-    directory: RoomDir,
-    devices: Sequence[nvml.Device],
-    shares: dict[str, int],
-    elastic: bool = False,
-) -> Lease:
-    global _lease
-    pid = os.getpid()
-    now = time.time()
-    lease = Lease(
-        uid=os.getuid(),
-        user=getpass.getuser(),
-        pid=pid,
-        started=processes.process_started(pid) or 0,
-        kernel=kernel_id(),
-        gpus=[Share(d.uuid, d.index, shares[d.uuid]) for d in devices],
-        taken=now,
-        active=now,
-        elastic=elastic,
-    )
-    undertaker.tell("room", directory.path)
-    directory.write(lease)
-    _lease = lease
-    _register()
-    return lease
-
-
-def take(
-    allowed: Sequence[nvml.Device], named: Sequence[nvml.Device] | None, want: int | None
-) -> Held:
-    """Lease GPUs for this kernel: ``named`` ones (``--gpus``) or a placement of ``want`` (by
-    default ``room-gpus``) among ``allowed``.
-    The kernel's lease in place is reused. :class:`~...errors.ClusterError` when the room is
-    full or its directory cannot be used."""
-    with _lock:
-        if _lease is not None:
-            return _reuse(_lease, allowed, named)
-        directory = room()
-        if not directory.prepare():
-            raise ClusterError(
-                f"The room's directory cannot be used: {directory.problem}. Nothing was started."
-            )
-        count = len(named) if named else (want or int(config.get("room-gpus")))
-        pool = list(named) if named else list(allowed)
-        with directory.locked():
-            leases = [lease for lease in directory.leases() if lease.pid != os.getpid()]
-            if elastic():
-                memory = measure.read(pool)
-                chosen = shares.choose_elastic(pool, leases, count, memory, named=bool(named))
-            else:
-                chosen = placement.choose(
-                    pool,
-                    leases,
-                    count,
-                    config.get("room-share"),
-                    max(int(config.get("room-students")), len(leases) + 1),
-                    len(allowed),
-                    named=bool(named),
-                )
-            lease = _write(directory, chosen.devices, chosen.shares, chosen.elastic)
-        warning = _crowded(chosen) if named else ""
-    pinned = caps.pin_kernel([d.uuid for d in chosen.devices], lease.smallest.share)
-    if chosen.elastic:
-        _follow()
-    return Held(lease, chosen.devices, chosen.why, pinned, warning)
 
 
 def _crowded(chosen: placement.Placement) -> str:
@@ -313,89 +98,6 @@ def _crowded(chosen: placement.Placement) -> str:
         if chosen.holders[d.uuid] + 1 > chosen.spread
     ]
     return "; ".join(over)
-
-
-def _reuse(
-    lease: Lease, allowed: Sequence[nvml.Device], named: Sequence[nvml.Device] | None
-) -> Held:
-    by_uuid = {d.uuid: d for d in allowed}
-    devices = [by_uuid[share.uuid] for share in lease.gpus if share.uuid in by_uuid]
-    if named and {d.uuid for d in named} != {d.uuid for d in devices}:
-        held = ", ".join(f"GPU {share.index}" for share in lease.gpus)
-        raise ClusterError(
-            f"This kernel holds its share of {held} on this shared machine; --gpus cannot move "
-            "it. Leave --gpus out, or restart the kernel to be placed again."
-        )
-    touch(force=True)
-    return Held(lease, devices, "this kernel's GPUs, kept from its earlier start", False)
-
-
-def set_worker_pool(pool: int) -> None:
-    """The RMM pool (bytes, 0: none) this kernel's workers make under their cap."""
-    with _lock:
-        if _lease is None or _room is None or _lease.pool == pool:
-            return
-        _lease.pool = pool
-        _rewrite()
-
-
-def set_workers(pids: Sequence[int]) -> None:
-    with _lock:
-        if _lease is None or _room is None:
-            return
-        _lease.workers = sorted(set(pids))
-        _rewrite()
-
-
-def touch(force: bool = False) -> None:
-    """Note that the holder works now (at most every :data:`ACTIVE_EVERY` seconds)."""
-    with _lock:
-        if _lease is None or _room is None:
-            return
-        now = time.time()
-        if force or now - _lease.active >= ACTIVE_EVERY:
-            _lease.active = now
-            _rewrite()
-
-
-def _rewrite() -> None:
-    assert _lease is not None and _room is not None
-    try:
-        _room.write(_lease)
-    except OSError:
-        log.warning("room: cannot rewrite this kernel's lease", exc_info=True)
-
-
-def release(keep_for_kernel: bool = False) -> bool:
-    """End this kernel's lease (True), or keep it while the kernel holds GPU data under its own
-    cap and ``keep_for_kernel`` (False): the share stays with the kernel until it ends."""
-    global _lease
-    with _lock:
-        _unwatch()
-        if _lease is None or _room is None:
-            _unfollow()
-            return False
-        if keep_for_kernel and caps.kernel_cap() is not None:
-            _lease.workers = []
-            _rewrite()
-            return False
-        _unfollow()
-        _room.remove(_lease)
-        _lease = None
-        return True
-
-
-@contextlib.contextmanager
-def undone_on_failure() -> Iterator[None]:
-    """A lease taken inside the block is ended if the block fails (a start that did not
-    happen holds nothing)."""
-    before = _lease
-    try:
-        yield
-    except BaseException:
-        if _lease is not None and _lease is not before:
-            release()
-        raise
 
 
 def describe(held: Held, cpu_workers: bool = False) -> str:
@@ -430,3 +132,312 @@ ELASTIC = (
     "It is an equal part of what the GPU's holders do not hold: it shrinks as students arrive "
     "(never below what you hold, which is never taken back) and grows as they leave"
 )
+
+
+class Holder:
+    """A kernel's hold on the room: its lease, from its first GPU work to its end, the share it
+    follows (elastic) and the activity it notes. One per kernel process (:data:`this_kernel`),
+    whose methods the module's functions are; a test can make others, on rooms of their own."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        """``directory``: the room's directory (by default the ``room-dir`` option, read on each
+        use)."""
+        self._directory = directory
+        self._lock = threading.RLock()
+        self._lease: Lease | None = None
+        self._room: RoomDir | None = None
+        self._registered = False
+        self._watch: Periodic | None = None
+        self._follower: Periodic | None = None
+        self._given_back = float("-inf")  # when it last asked its processes to give back memory
+
+    def _follow(self) -> None:
+        """Keep this kernel's elastic share as the room changes, every :data:`FOLLOW_EVERY` seconds:
+        measured again (:mod:`.shares`), written into the lease for its workers (which follow what
+        their own kernel found), the kernel's own cap moved with it, its capped allocations given
+        back what earlier caps' buffers have freed."""
+        with self._lock:
+            if self._follower is None:
+                self._follower = Periodic(
+                    "gpudask-room-share",
+                    FOLLOW_EVERY,
+                    self.follow_once,
+                    "room: cannot follow this kernel's share",
+                )
+                self._follower.start()
+
+    def _unfollow(self) -> None:
+        if self._follower is not None:
+            self._follower.stop()
+            self._follower = None
+
+    def measured_shares(self, lease: Lease, own_held: int = 0) -> tuple[dict[str, int], bool]:
+        """``lease``'s elastic share on each of its GPUs now, from what the machine shows
+        (:mod:`.measure`), computed by its holder (which counts ``own_held`` for itself); and
+        whether its hold is above the level on one of them (:func:`.shares.above_level`)."""
+        leases = self.room().leases()
+        memory = measure.read(room_devices())
+        out = {}
+        for share in lease.gpus:
+            one = Lease(**{**vars(lease), "gpus": [share]})
+            out[share.uuid] = shares.cap_of(one, leases, memory, own_held)
+        above = shares.above_level(lease, leases, memory, own_held, margin=HELD_CHANGE)
+        return out, above
+
+    def current_share(self) -> int | None:
+        """This kernel's share now (None: it holds no lease)."""
+        lease = self._lease
+        return None if lease is None else share_now(lease)
+
+    def follow_once(self) -> None:
+        """One look at the room: this kernel's elastic share measured again and written into its
+        lease when it shrank, grew by :data:`HELD_CHANGE` or more, or the file went missing; the
+        kernel's own cap moved to it. A holder above the level gives back what its allocators keep
+        cached (the kernel at once, its workers at their next look, asked through the lease's
+        ``give_back``), at most every :data:`GIVE_BACK_EVERY` seconds."""
+        lease = self._lease
+        if lease is None or not lease.elastic:
+            return
+        held = caps.kernel_held()
+        found, above = self.measured_shares(lease, held)
+        with self._lock:
+            if self._lease is not lease:
+                return
+            now = time.monotonic()
+            asked = above and now - self._given_back >= GIVE_BACK_EVERY
+            if asked:
+                self._given_back = now
+                lease.give_back += 1
+            changed = [
+                Share(s.uuid, s.index, found.get(s.uuid, s.share))
+                for s in lease.gpus
+                if found.get(s.uuid, s.share) < s.share
+                or found.get(s.uuid, s.share) - s.share >= HELD_CHANGE
+            ]
+            gone = lease.path is None or not lease.path.exists()
+            if asked or changed or gone or abs(held - lease.held) >= HELD_CHANGE:
+                lease.gpus = [
+                    Share(s.uuid, s.index, found.get(s.uuid, s.share)) for s in lease.gpus
+                ]
+                lease.held = held
+                self._rewrite()
+        if asked:
+            log.info("room: this kernel holds more than an equal part; it gives back cached memory")
+            caps.give_back()
+        if caps.kernel_cap() is not None:
+            caps.install_kernel_cap(share_now(lease))
+            caps.refresh_kernel_cap()
+
+    def watch(self, probe: Callable[[], float | None], every: float = ACTIVE_EVERY) -> None:
+        """Refresh the lease's last work from ``probe`` (the cluster's scheduler) every ``every``
+        seconds until released."""
+
+        def look() -> None:
+            last = probe()  # a scheduler that went away: the magics say so, not this thread
+            if last is not None:
+                self.note_work(last)
+
+        with self._lock:
+            if self._watch is not None:
+                self._watch.stop()
+            self._watch = Periodic(
+                "gpudask-room-activity",
+                every,
+                look,
+                "room: cannot ask the scheduler when it last worked",
+            )
+            self._watch.start()
+
+    def _unwatch(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
+
+    def note_work(self, when: float) -> None:
+        """Note work that ran at ``when`` (seconds since the epoch), if later than the last
+        noted."""
+        with self._lock:
+            if self._lease is not None and self._room is not None and when > self._lease.active + 1:
+                self._lease.active = min(when, time.time())
+                self._rewrite()
+
+    def room(self) -> RoomDir:
+        path = self._directory or Path(str(config.get("room-dir")))
+        if self._room is None or self._room.path != path:
+            self._room = RoomDir(path)
+        return self._room
+
+    def current(self) -> Lease | None:
+        return self._lease
+
+    def _register(self) -> None:
+        if not self._registered:
+            lifecycle.on_unload(
+                self.release, lifecycle.FIRST
+            )  # before anything that may be cut short
+            atexit.register(self.release)
+            self._registered = True
+
+    def _write(
+        self,
+        directory: RoomDir,
+        devices: Sequence[nvml.Device],
+        shares: dict[str, int],
+        elastic: bool = False,
+    ) -> Lease:
+        pid = os.getpid()
+        now = time.time()
+        lease = Lease(
+            uid=os.getuid(),
+            user=getpass.getuser(),
+            pid=pid,
+            started=processes.process_started(pid) or 0,
+            kernel=kernel_id(),
+            gpus=[Share(d.uuid, d.index, shares[d.uuid]) for d in devices],
+            taken=now,
+            active=now,
+            elastic=elastic,
+        )
+        undertaker.tell("room", directory.path)
+        directory.write(lease)
+        self._lease = lease
+        self._register()
+        return lease
+
+    def take(
+        self,
+        allowed: Sequence[nvml.Device],
+        named: Sequence[nvml.Device] | None,
+        want: int | None,
+    ) -> Held:
+        """Lease GPUs for this kernel: ``named`` ones (``--gpus``) or a placement of ``want`` (by
+        default ``room-gpus``) among ``allowed``.
+        The kernel's lease in place is reused. :class:`~...errors.ClusterError` when the room is
+        full or its directory cannot be used."""
+        with self._lock:
+            if self._lease is not None:
+                return self._reuse(self._lease, allowed, named)
+            directory = self.room()
+            if not directory.prepare():
+                raise ClusterError(
+                    f"The room's directory cannot be used: {directory.problem}. "
+                    "Nothing was started."
+                )
+            count = len(named) if named else (want or int(config.get("room-gpus")))
+            pool = list(named) if named else list(allowed)
+            with directory.locked():
+                leases = [lease for lease in directory.leases() if lease.pid != os.getpid()]
+                if elastic():
+                    memory = measure.read(pool)
+                    chosen = shares.choose_elastic(pool, leases, count, memory, named=bool(named))
+                else:
+                    chosen = placement.choose(
+                        pool,
+                        leases,
+                        count,
+                        config.get("room-share"),
+                        max(int(config.get("room-students")), len(leases) + 1),
+                        len(allowed),
+                        named=bool(named),
+                    )
+                lease = self._write(directory, chosen.devices, chosen.shares, chosen.elastic)
+            warning = _crowded(chosen) if named else ""
+        pinned = caps.pin_kernel([d.uuid for d in chosen.devices], lease.smallest.share)
+        if chosen.elastic:
+            self._follow()
+        return Held(lease, chosen.devices, chosen.why, pinned, warning)
+
+    def _reuse(
+        self,
+        lease: Lease,
+        allowed: Sequence[nvml.Device],
+        named: Sequence[nvml.Device] | None,
+    ) -> Held:
+        by_uuid = {d.uuid: d for d in allowed}
+        devices = [by_uuid[share.uuid] for share in lease.gpus if share.uuid in by_uuid]
+        if named and {d.uuid for d in named} != {d.uuid for d in devices}:
+            held = ", ".join(f"GPU {share.index}" for share in lease.gpus)
+            raise ClusterError(
+                f"This kernel holds its share of {held} on this shared machine; --gpus cannot move "
+                "it. Leave --gpus out, or restart the kernel to be placed again."
+            )
+        self.note_activity(force=True)
+        return Held(lease, devices, "this kernel's GPUs, kept from its earlier start", False)
+
+    def set_worker_pool(self, pool: int) -> None:
+        """The RMM pool (bytes, 0: none) this kernel's workers make under their cap."""
+        with self._lock:
+            if self._lease is None or self._room is None or self._lease.pool == pool:
+                return
+            self._lease.pool = pool
+            self._rewrite()
+
+    def set_workers(self, pids: Sequence[int]) -> None:
+        with self._lock:
+            if self._lease is None or self._room is None:
+                return
+            self._lease.workers = sorted(set(pids))
+            self._rewrite()
+
+    def note_activity(self, force: bool = False) -> None:
+        """Note that the holder works now (at most every :data:`ACTIVE_EVERY` seconds)."""
+        with self._lock:
+            if self._lease is None or self._room is None:
+                return
+            now = time.time()
+            if force or now - self._lease.active >= ACTIVE_EVERY:
+                self._lease.active = now
+                self._rewrite()
+
+    def _rewrite(self) -> None:
+        assert self._lease is not None and self._room is not None
+        try:
+            self._room.write(self._lease)
+        except OSError:
+            log.warning("room: cannot rewrite this kernel's lease", exc_info=True)
+
+    def release(self, keep_for_kernel: bool = False) -> bool:
+        """End this kernel's lease (True), or keep it while the kernel holds GPU data under its own
+        cap and ``keep_for_kernel`` (False): the share stays with the kernel until it ends."""
+        with self._lock:
+            self._unwatch()
+            if self._lease is None or self._room is None:
+                self._unfollow()
+                return False
+            if keep_for_kernel and caps.kernel_cap() is not None:
+                self._lease.workers = []
+                self._rewrite()
+                return False
+            self._unfollow()
+            self._room.remove(self._lease)
+            self._lease = None
+            return True
+
+    @contextlib.contextmanager
+    def undone_on_failure(self) -> Iterator[None]:
+        """A lease taken inside the block is ended if the block fails (a start that did not
+        happen holds nothing)."""
+        before = self._lease
+        try:
+            yield
+        except BaseException:
+            if self._lease is not None and self._lease is not before:
+                self.release()
+            raise
+
+
+#: this kernel's hold on the room
+this_kernel = Holder()
+take = this_kernel.take
+release = this_kernel.release
+current = this_kernel.current
+current_share = this_kernel.current_share
+room = this_kernel.room
+watch = this_kernel.watch
+note_work = this_kernel.note_work
+note_activity = this_kernel.note_activity
+set_workers = this_kernel.set_workers
+set_worker_pool = this_kernel.set_worker_pool
+follow_once = this_kernel.follow_once
+measured_shares = this_kernel.measured_shares
+undone_on_failure = this_kernel.undone_on_failure

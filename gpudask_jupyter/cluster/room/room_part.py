@@ -21,7 +21,7 @@ def read(now: float) -> room_view.Room | None:
     """The room now as this user may see it; None where there is none."""
     from .. import security
 
-    if not holder.applies(bool(security.shared_machine())):
+    if not holder.places_kernels(bool(security.shared_machine())):
         return None
     room = room_view.read(now)
     if not any(gpu.holdings for gpu in room.gpus):

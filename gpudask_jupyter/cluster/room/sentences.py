@@ -39,7 +39,7 @@ def place(
     from .. import gpus
     from . import caps, holder
 
-    if not holder.applies(shared):
+    if not holder.places_kernels(shared):
         return None, devices, {}
     if devices:
         allowed = gpus.select(None, nvml.devices(), gpus.kernel_restriction())
@@ -118,7 +118,7 @@ def before_kernel_gpu_work(cap: bool = True) -> None:
         seam = bool(os.environ.get(holder.TEST_GPUS))
         if not nvml.status().available and not seam:  # no GPU: nothing to place, nobody asked
             return
-        if not holder.applies(bool(security.shared_machine())):
+        if not holder.places_kernels(bool(security.shared_machine())):
             return
         found = nvml.devices() if nvml.status().available else holder.room_devices()
         allowed = gpus.select(None, found, gpus.kernel_restriction())
@@ -127,7 +127,7 @@ def before_kernel_gpu_work(cap: bool = True) -> None:
         lease = holder.take(allowed, None, None).lease
     if cap:
         install_kernel_cap()
-    holder.touch()
+    holder.note_activity()
 
 
 def install_kernel_cap() -> None:
