@@ -44,27 +44,6 @@ EXIT_AFTER = 2.0
 #: seconds SIGTERM waits for closers already running on another thread
 CLOSERS_WAIT = 2.0
 
-_previous: Any = None  # the SIGTERM handler before ours (None: ours is not installed)
-_kernel: Any = None  # the ipykernel Kernel whose do_shutdown is wrapped
-_terminating = False
-_closed = threading.Event()  # the closers have run to their end
-
-
-def run_closers(why: str) -> None:
-    """Close what the extension started, once per process (a second caller waits, within
-    :data:`CLOSERS_WAIT`, for the first one's closers to end)."""
-    global _terminating
-    if _terminating:
-        _closed.wait(CLOSERS_WAIT)
-        return
-    _terminating = True
-    log.info("%s: closing what gpudask started", why)
-    lifecycle.mark_ending()
-    try:
-        lifecycle.unload()
-    finally:
-        _closed.set()
-
 
 def _interrupt_running_cell() -> bool:
     """Interrupt the cell the main thread runs, as Ctrl-C would: ipykernel lets SIGINT raise
@@ -98,53 +77,85 @@ def _exit_by(deadline: float) -> None:
     threading.Thread(target=watch, name="gpudask-exit-after-shutdown", daemon=True).start()
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    previous = _previous
-    run_closers("SIGTERM")
-    if callable(previous):
-        previous(signum, frame)
-        return
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+class ShutdownHooks:
+    """The kernel's shutdown request and SIGTERM, hooked so that the extension's closers run
+    first: one per kernel process (:data:`this_kernel`, whose methods the module's functions
+    are); a test can make others."""
+
+    def __init__(self) -> None:
+        self._previous: Any = None  # the SIGTERM handler before ours (None: ours is not installed)
+        self._kernel: Any = None  # the ipykernel Kernel whose do_shutdown is wrapped
+        self._terminating = False
+        self._closed = threading.Event()  # the closers have run to their end
+
+    def run_closers(self, why: str) -> None:
+        """Close what the extension started, once (a second caller waits, within
+        :data:`CLOSERS_WAIT`, for the first one's closers to end)."""
+        if self._terminating:
+            self._closed.wait(CLOSERS_WAIT)
+            return
+        self._terminating = True
+        log.info("%s: closing what gpudask started", why)
+        lifecycle.mark_ending()
+        try:
+            lifecycle.unload()
+        finally:
+            self._closed.set()
+
+    def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        previous = self._previous
+        self.run_closers("SIGTERM")
+        if callable(previous):
+            previous(signum, frame)
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def before_shutdown(self, restart: bool) -> None:
+        """On the kernel's shutdown request, before ipykernel's own: the closers, then the
+        running cell interrupted (with the process ending by itself if it outlives that)."""
+        asked = time.monotonic()
+        try:
+            self.run_closers("shutdown request" + (" (restart)" if restart else ""))
+        except Exception:  # ipykernel must still shut down
+            log.exception("closing on the kernel's shutdown request failed")
+        if _interrupt_running_cell():
+            _exit_by(asked + EXIT_AFTER)
+
+    def install(self, shell: Any) -> None:
+        """Hook the kernel's shutdown request (in a kernel) and SIGTERM (from the main
+        thread)."""
+        self._terminating = False
+        self._closed.clear()
+        kernel = getattr(shell, "kernel", None)
+        if (
+            kernel is not None
+            and self._kernel is None
+            and compat.wrap_shutdown(kernel, self.before_shutdown)
+        ):
+            self._kernel = kernel
+        if self._previous is not None or threading.current_thread() is not threading.main_thread():
+            return
+        current = signal.getsignal(signal.SIGTERM)
+        if current in (signal.SIG_IGN, None):
+            return  # SIGTERM is ignored here (or set outside Python): leave it so
+        signal.signal(signal.SIGTERM, self.on_sigterm)
+        self._previous = current
+
+    def uninstall(self) -> None:
+        """Put back the SIGTERM handler and the kernel's ``do_shutdown`` (where still ours)."""
+        kernel, self._kernel = self._kernel, None
+        if kernel is not None:
+            compat.unwrap_shutdown(kernel)
+        previous, self._previous = self._previous, None
+        if previous is None or threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) == self.on_sigterm:
+            signal.signal(signal.SIGTERM, previous)
 
 
-def _before_shutdown(restart: bool) -> None:
-    """On the kernel's shutdown request, before ipykernel's own: the closers, then the running
-    cell interrupted (with the process ending by itself if it outlives that)."""
-    asked = time.monotonic()
-    try:
-        run_closers("shutdown request" + (" (restart)" if restart else ""))
-    except Exception:  # ipykernel must still shut down
-        log.exception("closing on the kernel's shutdown request failed")
-    if _interrupt_running_cell():
-        _exit_by(asked + EXIT_AFTER)
-
-
-def install(shell: Any) -> None:
-    """Hook the kernel's shutdown request (in a kernel) and SIGTERM (from the main thread)."""
-    global _previous, _kernel, _terminating
-    _terminating = False
-    _closed.clear()
-    kernel = getattr(shell, "kernel", None)
-    if kernel is not None and _kernel is None and compat.wrap_shutdown(kernel, _before_shutdown):
-        _kernel = kernel
-    if _previous is not None or threading.current_thread() is not threading.main_thread():
-        return
-    current = signal.getsignal(signal.SIGTERM)
-    if current in (signal.SIG_IGN, None):
-        return  # SIGTERM is ignored here (or set outside Python): leave it so
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    _previous = current
-
-
-def uninstall() -> None:
-    """Put back the SIGTERM handler and the kernel's ``do_shutdown`` (where still ours)."""
-    global _previous, _kernel
-    kernel, _kernel = _kernel, None
-    if kernel is not None:
-        compat.unwrap_shutdown(kernel)
-    previous, _previous = _previous, None
-    if previous is None or threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
-        signal.signal(signal.SIGTERM, previous)
+#: this kernel's hooks
+this_kernel = ShutdownHooks()
+run_closers = this_kernel.run_closers
+install = this_kernel.install
+uninstall = this_kernel.uninstall
