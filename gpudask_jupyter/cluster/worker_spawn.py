@@ -354,15 +354,16 @@ def _distributed_defaults() -> dict[str, Any] | None:
     return dict(yaml.safe_load(Path(spec.origin).with_name("distributed.yaml").read_text()))
 
 
-def _launch_key() -> Launch:
-    """What a spawn's interpreter would take from the kernel if launched now."""
+def _launch_key(environ: Mapping[str, str] | None = None) -> Launch:
+    """What a spawn's interpreter would take from the kernel if launched now (with
+    ``environ``, by default the kernel's)."""
     tracker = resource_tracker.getfd()
     if tracker is None:
         raise OSError("multiprocessing's resource tracker did not start")
     return Launch(
         executable=spawn.get_executable(),
         flags=tuple(util._args_from_interpreter_flags()),  # type: ignore[attr-defined]
-        environ=dict(os.environ),
+        environ=dict(os.environ if environ is None else environ),
         path=tuple(spawn.get_preparation_data("")["sys_path"]),  # "" as spawn resolves it
         cwd=os.getcwd(),
         tracker=(tracker, os.fstat(tracker).st_ino),  # a tracker started again may reuse it
@@ -404,12 +405,11 @@ def _shadows(entries: Sequence[str], modules: Sequence[str]) -> bool:
 
 
 def _launch(count: int, modules: Sequence[str], environ: Mapping[str, str]) -> list[_Waiting]:
-    add = {**environ, **spawn_environ()}
-    saved = {k: os.environ.get(k) for k in add}
-    os.environ.update(add)  # as the cluster and the nanny will, for as long as the launches take
+    """Launch ``count`` interpreters with the kernel's environment and what the cluster and the
+    nanny will add to it (given to each launch: the kernel's own stays as it is)."""
     launched: list[_Waiting] = []
     try:
-        key = _launch_key()
+        key = _launch_key({**os.environ, **environ, **spawn_environ()})
         if not all(isinstance(entry, str) for entry in key.path):
             log.debug("the module path holds more than names: the workers are spawned")
             return []
@@ -420,19 +420,17 @@ def _launch(count: int, modules: Sequence[str], environ: Mapping[str, str]) -> l
         for waiting in launched:
             waiting.end()
         raise
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _launch_one(key: Launch, modules: Sequence[str]) -> _Waiting:
+    """One interpreter, launched by ``posix_spawn`` with the launch's environment, in a process
+    group of its own from its first instruction (a Ctrl-C in the cell must not reach it), with
+    the three descriptors it needs (the kernel's own are not inheritable: PEP 446)."""
     exe, path, tracker_fd = key.executable, key.path, key.tracker[0]
     ours, theirs = socket.socketpair()
     theirs.setblocking(True)  # whatever default timeout the kernel set: spawn's pipes block
     sentinel, child_w = os.pipe()
+    tracker_inherited = os.get_inheritable(tracker_fd)
     try:
         code = (
             f"import sys; sys.path[:] = {list(path)!r}; "
@@ -440,12 +438,16 @@ def _launch_one(key: Launch, modules: Sequence[str]) -> _Waiting:
             f"child_main({theirs.fileno()}, {tracker_fd}, {list(modules)!r})"
         )
         argv = [exe, *key.flags, "-c", code, "--multiprocessing-fork"]
-        pid = util.spawnv_passfds(exe, argv, [tracker_fd, theirs.fileno(), child_w])  # type: ignore[attr-defined,arg-type]
+        for fd in (tracker_fd, theirs.fileno(), child_w):
+            os.set_inheritable(fd, True)  # every other descriptor is not (PEP 446)
+        pid = os.posix_spawn(exe, argv, key.environ, setpgroup=0)
     except BaseException:
         ours.close()
         os.close(sentinel)
         raise
     finally:
+        with contextlib.suppress(OSError):
+            os.set_inheritable(tracker_fd, tracker_inherited)
         theirs.close()
         os.close(child_w)
     return _Waiting(pid, ours, sentinel, key)
