@@ -13,6 +13,7 @@ the kernel has been idle long enough for the background imports to be done (a us
 then types); the anchor is the later starts of the same processes.
 
     python benchmarks/cluster_start.py [--repeat 5] [--cpu-workers 2] [--cpu | --no-cpu] [--fresh 5]
+        [--compare-ahead]
 
 With GPUs it compares against ``LocalCUDACluster`` + ``Client``; on the CPU (or with ``--cpu``)
 against ``LocalCluster`` + ``Client``. Same host, dashboard and worker count on every side (the
@@ -106,7 +107,7 @@ def measure(label: str, paths: dict[str, Callable[[], float]], repeat: int) -> l
     return rows
 
 
-def _fresh_process(line: str, cpu: bool, wait: bool, later: int) -> None:
+def _fresh_process(line: str, cpu: bool, wait: bool, later: int, ahead: bool = True) -> None:
     """In this new process: load the extension in a cell, start (at once or once the background
     imports are done), then ``later`` more starts; print the times as JSON."""
     from IPython.core.interactiveshell import InteractiveShell
@@ -117,6 +118,7 @@ def _fresh_process(line: str, cpu: bool, wait: bool, later: int) -> None:
     from gpudask_jupyter.machine import nvml
 
     config.set_override("prewarm", True)  # the default; set here, whatever the environment says
+    config.set_override("launch-ahead", ahead)
     shell = InteractiveShell.instance()
     with capture_output():
         shell.run_cell("%load_ext gpudask_jupyter")
@@ -131,10 +133,12 @@ def _fresh_process(line: str, cpu: bool, wait: bool, later: int) -> None:
     print(json.dumps({"first": times[0], "later": times[1:], "imports": prewarm.took}))
 
 
-def measure_first(label: str, line: str, cpu: bool, n: int, later: int) -> list[str]:
+def measure_first(
+    label: str, line: str, cpu: bool, n: int, later: int, ahead: bool = True
+) -> list[str]:
     """Rows for the first start of ``n`` fresh processes per way, against their later starts.
     Each starts with a fresh kernel's environment: without what this process's clusters set in
-    its own (dask-cuda's variable for RAPIDS)."""
+    its own (dask-cuda's variable for RAPIDS). ``ahead``: the ``launch-ahead`` option."""
     from gpudask_jupyter.cluster.connect import GPU_CLUSTER_ENVIRON
 
     env = {k: v for k, v in os.environ.items() if k not in GPU_CLUSTER_ENVIRON}
@@ -144,7 +148,7 @@ def measure_first(label: str, line: str, cpu: bool, n: int, later: int) -> list[
     for _ in range(n):
         for wait in (False, True):
             command = [sys.executable, __file__, "--_fresh", line, "--later", str(later)]
-            command += ["--cpu"] * cpu + ["--_wait"] * wait
+            command += ["--cpu"] * cpu + ["--_wait"] * wait + ["--_no-ahead"] * (not ahead)
             out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
             result = json.loads(out.stdout.strip().splitlines()[-1])
             seen[wait].append(result["first"])
@@ -152,9 +156,10 @@ def measure_first(label: str, line: str, cpu: bool, n: int, later: int) -> list[
             if wait and result["imports"] is not None:
                 imports.append(result["imports"])
     anchor = statistics.median(later_times)
+    off = "" if ahead else ", launch-ahead off"
     names = {
-        False: "first start, next cell at once",
-        True: "first start, after the background imports",
+        False: f"first start, next cell at once{off}",
+        True: f"first start, after the background imports{off}",
     }
     rows = []
     for wait, times in seen.items():
@@ -162,7 +167,7 @@ def measure_first(label: str, line: str, cpu: bool, n: int, later: int) -> list[
         spread = f"{min(times):.3f}–{max(times):.3f}"
         rows.append(f"| {label} | {names[wait]} | {m:.3f} | {spread} | {m / anchor:.3f} |")
     spread = f"{min(later_times):.3f}–{max(later_times):.3f}"
-    rows.append(f"| {label} | later start, same process | {anchor:.3f} | {spread} | 1.000 |")
+    rows.append(f"| {label} | later start, same process{off} | {anchor:.3f} | {spread} | 1.000 |")
     if imports:
         m = statistics.median(imports)
         spread = f"{min(imports):.3f}–{max(imports):.3f}"
@@ -180,9 +185,15 @@ def main() -> None:
     parser.add_argument("--later", type=int, default=3, help="later starts in each")
     parser.add_argument("--_fresh", metavar="LINE", help=argparse.SUPPRESS)
     parser.add_argument("--_wait", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--_no-ahead", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--compare-ahead",
+        action="store_true",
+        help="first starts with the launch-ahead option on, then off (what it saves)",
+    )
     args = parser.parse_args()
     if args._fresh:
-        _fresh_process(args._fresh, args.cpu, args._wait, args.later)
+        _fresh_process(args._fresh, args.cpu, args._wait, args.later, not args._no_ahead)
         return
 
     from IPython.core.interactiveshell import InteractiveShell
@@ -215,6 +226,8 @@ def main() -> None:
         show(measure(f"{n} GPU", paths, args.repeat))
         if args.fresh:
             show(measure_first(f"{n} GPU", line, False, args.fresh, args.later))
+            if args.compare_ahead:
+                show(measure_first(f"{n} GPU", line, False, args.fresh, args.later, False))
     if args.no_cpu:
         shell.run_line_magic("unload_ext", "gpudask_jupyter")
         return
@@ -231,6 +244,8 @@ def main() -> None:
     if args.fresh:
         label = f"CPU, {args.cpu_workers} workers"
         show(measure_first(label, line, True, args.fresh, args.later))
+        if args.compare_ahead:
+            show(measure_first(label, line, True, args.fresh, args.later, False))
 
 
 if __name__ == "__main__":

@@ -152,6 +152,15 @@ OPTIONS: dict[str, Option] = {
             "meanwhile waits for the imports (Ctrl-C ends that wait at once).",
         ),
         Option(
+            "launch-ahead",
+            True,
+            _bool,
+            "Launch a start's worker interpreters as it begins, so that their imports overlap "
+            "the kernel's own (a nanny then takes one instead of spawning its worker). Only "
+            "time depends on it: `false` spawns every worker when its nanny asks, as distributed "
+            "does.",
+        ),
+        Option(
             "startup-timeout",
             "60s",
             parse_seconds,

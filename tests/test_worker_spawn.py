@@ -333,3 +333,29 @@ def test_what_its_own_imports_set_counts_as_set_at_launch(
         monkeypatch.setenv("GPUDASK_TEST_IMPORTED", "no")
         assert launched.take() is None
     assert not any(_alive(p) for p in pids)
+
+
+def test_a_launch_changes_nothing_of_the_kernels_environment() -> None:
+    """What the cluster and the nanny will add goes to the interpreters launched ahead alone."""
+    before = dict(os.environ)
+    with worker_spawn.ahead(1, ["json"], {"GPUDASK_TEST_LAUNCH": "yes"}) as launched:
+        assert dict(os.environ) == before
+        (pid,) = [w.pid for w in launched._waiting]
+        theirs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert b"GPUDASK_TEST_LAUNCH=yes" in theirs
+        assert os.getpgid(pid) == pid  # in a group of its own from its first instruction
+
+
+def test_the_option_off_launches_none() -> None:
+    from gpudask_jupyter import config
+    from gpudask_jupyter.cluster.connect import workers_ahead
+    from gpudask_jupyter.cluster.options import StartOptions
+
+    config.set_override("launch-ahead", False)
+    try:
+        with workers_ahead(StartOptions(n_workers=2), [], {}) as launched:
+            assert launched._waiting == []
+    finally:
+        config.set_override("launch-ahead", None)
+    with workers_ahead(StartOptions(n_workers=2), [], {}) as launched:
+        assert len(launched._waiting) == 2

@@ -73,9 +73,11 @@ def workers_ahead(
     """The workers' interpreters of a start, launched as it begins, before this kernel imports
     distributed: they make their imports while it makes its own (:mod:`.worker_spawn`).
     ``environ``: what the start sets in the kernel's environment before the cluster is made
-    (the cluster class's own is added here)."""
+    (the cluster class's own is added here). None with the ``launch-ahead`` option off."""
+    from .. import config
+
     modules, made = (GPU_WORKER_MODULES, GPU_CLUSTER_ENVIRON) if devices else (WORKER_MODULES, {})
-    count = worker_count(opts, devices) or 0
+    count = (worker_count(opts, devices) or 0) if config.get("launch-ahead") else 0
     with worker_spawn.ahead(count, modules, {**made, **environ}) as launched:
         yield launched
 
