@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support import run_cell as run
 
-from gpudask_jupyter.cluster.room import leases, measure, room_view
+from gpudask_jupyter.cluster.room import leases, measure, reading
 
 START = "%load_ext gpudask_jupyter\n%gpu_cluster start --n-workers 1 --memory-limit 1GB"
 
@@ -106,16 +106,16 @@ def test_a_student_sees_others_as_counts_and_an_instructor_sees_names() -> None:
 
     used = _memory(devices, {3999999: 3 * 2**30})  # alice: above her share
     with dask.config.set({"gpudask.room-students": 4}):  # the plan: shares as the leases say
-        student = room_view.build(devices, [own, other], used, now, False, "room")
-        teacher = room_view.build(devices, [own, other], used, now, True, "room")
-    text = str(room_view.table(student))
+        student = reading.build(devices, [own, other], used, now, False, "room")
+        teacher = reading.build(devices, [own, other], used, now, True, "room")
+    text = str(reading.table(student))
     assert "alice" not in text and "1 other student(s)" in text
     assert "1 idle, 1 above their share" in text
-    assert "alice" in str(room_view.table(teacher))
-    assert "above the share, idle" in str(room_view.table(teacher))
+    assert "alice" in str(reading.table(teacher))
+    assert "above the share, idle" in str(reading.table(teacher))
 
     with dask.config.set({"gpudask.room-names": "teacher,bob"}):
-        assert room_view.sees_names("bob") and not room_view.sees_names("alice")
+        assert reading.sees_names("bob") and not reading.sees_names("alice")
 
 
 def test_the_lease_keeps_the_time_of_the_clusters_last_work(
@@ -173,9 +173,9 @@ def test_the_room_shows_each_holders_share_of_the_gpus_multiprocessors() -> None
         os.getuid(), "me", os.getpid(), me, "k", [leases.Share(devices[1].uuid, 1, 2**30)], now, now
     )
     busy = {(devices[1].uuid, os.getpid()): 37}
-    room = room_view.build(devices, [own], _memory(devices, {}), now, False, "room", busy)
+    room = reading.build(devices, [own], _memory(devices, {}), now, False, "room", busy)
     assert room.gpus[1].holdings[0].utilization == 37
-    assert "37% busy" in str(room_view.table(room))
+    assert "37% busy" in str(reading.table(room))
 
 
 def test_out_of_memory_on_a_shared_gpu_says_who_holds_it_instead_of_advising_del(
@@ -305,7 +305,7 @@ def test_a_holders_memory_counts_every_process_below_its_kernel() -> None:
             now,
         )
         listing = _memory(devices, {worker: 300 * 2**20, stranger.pid: 700 * 2**20})
-        room = room_view.build(devices, [lease], listing, now, False, "room")
+        room = reading.build(devices, [lease], listing, now, False, "room")
         assert room.gpus[0].holdings[0].used == 300 * 2**20
     finally:
         for below in psutil.Process(kernel.pid).children(recursive=True):

@@ -21,7 +21,7 @@ from typing import Any
 import dask.config
 import pytest
 
-from gpudask_jupyter.cluster.room import holder, measure, room_part, room_view
+from gpudask_jupyter.cluster.room import frame_part, holder, measure, reading
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.machine import nvml, processes
 from gpudask_jupyter.monitor import THREAD_NAME, Monitor
@@ -250,8 +250,8 @@ def test_holders_above_their_share_are_counted_or_named() -> None:
     memory = {uuid: measure.GpuMemory(uuid, 16 * GiB, 4 * GiB, used)}
     for names in (False, True):
         with dask.config.set({"gpudask.room-students": 2}):  # the shares the leases name
-            built = room_view.build(devices, [own, alice], memory, now, names, "room")
-        gpu = room_part.part(built, "k-me", now)["gpus"][0]
+            built = reading.build(devices, [own, alice], memory, now, names, "room")
+        gpu = frame_part.part(built, "k-me", now)["gpus"][0]
         you = gpu["shown"][0]
         assert (you["who"], you["used"], you["above"]) == ("you", GiB, False)
         if names:
@@ -338,7 +338,7 @@ def test_elastic_shares_are_shown_as_the_machine_measures_them(
     assert shares == {"you": usable - greedy, f"you ({NOTEBOOK})": greedy}
     assert gpu["not_promised"] == 16 * GiB - greedy - 2 * CONTEXTS
     with dask.config.set({"gpudask.room-students": 0}):
-        text = str(room_view.table(room_view.read()))  # %gpu_cluster room says it too
+        text = str(reading.table(reading.read()))  # %gpu_cluster room says it too
     assert f"{format_bytes(greedy)} lent ({format_bytes(greedy)} relied on)" in text, text
     # lent shares say what each holder can rely on whoever comes: its own holding here
     relied = {h["who"]: h["relied_on"] for h in gpu["shown"]}

@@ -397,9 +397,9 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.room)
     def _room(self, args: argparse.Namespace) -> None:
-        from ..cluster.room import room_view
+        from ..cluster.room import reading
 
-        _display(room_view.table(room_view.read()))
+        _display(reading.table(reading.read()))
 
     @_subcommand(parsers.config)
     def _config(self, args: argparse.Namespace) -> None:

@@ -2,7 +2,7 @@
 it (:mod:`.sentences`); the lease files (:mod:`.leases`), placement by plan (:mod:`.placement`)
 or elastic shares (:mod:`.shares`), what the machine measured (:mod:`.measure`), the caps
 (:mod:`.caps`, :mod:`.allocator`, :mod:`.worker_share`), this kernel's lease (:mod:`.holder`),
-the room as shown (:mod:`.room_view`, :mod:`.room_part`).
+the room as shown (:mod:`.reading`, :mod:`.frame_part`).
 """
 
 from __future__ import annotations

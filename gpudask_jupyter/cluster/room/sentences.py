@@ -7,8 +7,8 @@
 - :mod:`.allocator`: a cap on a process's RMM allocations that can move while they stand.
 - :mod:`.worker_share`: a worker following its kernel's elastic share.
 - :mod:`.holder`: this kernel's one lease, from its first GPU work to its end.
-- :mod:`.room_view`: the room as ``%gpu_cluster room`` and the views show it.
-- :mod:`.room_part`: the room as the Frame carries it to the panel and the sidebar.
+- :mod:`.reading`: the room as ``%gpu_cluster room`` and the views show it.
+- :mod:`.frame_part`: the room as the Frame carries it to the panel and the sidebar.
 - :mod:`.measure`: what the machine shows of the GPUs' memory, and whose it is.
 - :mod:`.import_hook`: the kernel placed and capped at its first import of a GPU library.
 
@@ -71,7 +71,7 @@ def explain_out_of_memory(err: BaseException, from_worker: bool) -> str | None:
     or host memory)."""
     from ...errors import is_device_out_of_memory
     from ...text.units import format_bytes
-    from . import caps, holder, room_view
+    from . import caps, holder, reading
 
     lease = holder.current()
     if lease is None or not is_device_out_of_memory(err):
@@ -87,7 +87,7 @@ def explain_out_of_memory(err: BaseException, from_worker: bool) -> str | None:
         )
     others = ""
     try:
-        room = room_view.read()
+        room = reading.read()
     except Exception:  # the sentence stands without the others
         log.debug("room: cannot read it", exc_info=True)
     else:
@@ -144,7 +144,7 @@ def out_of_memory(need: str) -> tuple[str, str] | None:
     "free what you no longer need" is the wrong advice: the share it hit, or who holds the GPU.
     None off a shared machine (the caller says what it says anywhere)."""
     from ...text.units import format_bytes
-    from . import caps, holder, room_view
+    from . import caps, holder, reading
 
     lease = holder.current()
     if lease is not None and caps.kernel_cap() is not None:
@@ -157,7 +157,7 @@ def out_of_memory(need: str) -> tuple[str, str] | None:
             "instructor for a larger room-share",
         )
     try:
-        room = room_view.read()
+        room = reading.read()
     except Exception:  # the message stands without the room
         log.debug("room: cannot read it", exc_info=True)
         return None
@@ -180,7 +180,7 @@ def views_reader(
 ) -> Callable[[float], Callable[[str], RoomInfo] | None]:
     """For a monitor (the panel's in the kernel, the sidebar's in the server): a reading of the
     room at a time, then each frame key's part for its viewer, whose kernel is ``kernel_of(key)``;
-    None where there is no room. See :mod:`.room_part`."""
-    from . import room_part
+    None where there is no room. See :mod:`.frame_part`."""
+    from . import frame_part
 
-    return room_part.reader(kernel_of)
+    return frame_part.reader(kernel_of)

@@ -46,7 +46,7 @@ from . import (
 )
 from .cluster_view import WorkerView, completed, wait_for
 from .partition_layout import Layout
-from .placing import Placer
+from .task_placer import Placer
 
 log = logging.getLogger(__name__)
 

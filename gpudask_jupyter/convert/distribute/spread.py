@@ -39,7 +39,7 @@ from typing import Any
 from ..pinned import staging, thread_count
 from . import device_blocks, partition_layout, segment_plan, shared_memory, worker_tasks
 from .cluster_view import WorkerView, completed, wait_for
-from .placing import Placer
+from .task_placer import Placer
 
 log = logging.getLogger(__name__)
 

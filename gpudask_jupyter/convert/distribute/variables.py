@@ -36,7 +36,7 @@ from . import (
     watch,
 )
 from .cluster_view import Failed, WorkerView
-from .placing import Placer
+from .task_placer import Placer
 
 log = logging.getLogger(__name__)
 

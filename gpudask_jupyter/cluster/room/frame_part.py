@@ -14,22 +14,22 @@ from collections.abc import Callable
 
 from ... import config
 from ...schema.frame import RoomGpu, RoomHolder, RoomInfo
-from . import holder, room_view
+from . import holder, reading
 
 
-def read(now: float) -> room_view.Room | None:
+def read(now: float) -> reading.Room | None:
     """The room now as this user may see it; None where there is none."""
     from .. import security
 
     if not holder.places_kernels(bool(security.shared_machine())):
         return None
-    room = room_view.read(now)
+    room = reading.read(now)
     if not any(gpu.holdings for gpu in room.gpus):
         return None
     return room
 
 
-def part(room: room_view.Room, kernel: str, now: float) -> RoomInfo:
+def part(room: reading.Room, kernel: str, now: float) -> RoomInfo:
     """``room``, read at ``now``, as the views show it to the viewer who follows ``kernel``."""
     gpus = []
     for gpu in room.gpus:
@@ -55,7 +55,7 @@ def part(room: room_view.Room, kernel: str, now: float) -> RoomInfo:
     return RoomInfo(gpus=gpus, names=room.names, idle_after=float(config.get("room-idle")))
 
 
-def _holder(holding: room_view.Holding, kernel: str, now: float) -> RoomHolder:
+def _holder(holding: reading.Holding, kernel: str, now: float) -> RoomHolder:
     you = holding.own and holding.kernel == kernel
     return RoomHolder(
         who="you" if you else holding.who,
