@@ -12,6 +12,7 @@ SETUP = """
 import sys, json
 from IPython.core.interactiveshell import InteractiveShell
 from gpudask_jupyter.cluster import prewarm
+warm = prewarm.this_kernel
 ip = InteractiveShell.instance()
 """
 
@@ -28,7 +29,7 @@ def _run(code: str) -> dict[str, object]:
 
 def test_imports_follow_an_idle_moment_after_the_loading_cell() -> None:
     seen = _run("""
-prewarm.IDLE = 0.05
+warm.idle = 0.05
 ip.run_cell("%load_ext gpudask_jupyter")
 in_the_cell = "distributed" in sys.modules
 prewarm.join()
@@ -40,13 +41,13 @@ print(json.dumps({"in_the_cell": in_the_cell, "after": "distributed" in sys.modu
 
 def test_a_cell_that_starts_sooner_puts_them_off() -> None:
     seen = _run("""
-prewarm.IDLE = 60
+warm.idle = 60
 ip.run_cell("%load_ext gpudask_jupyter")
-first = prewarm._timer
+first = warm._timer
 ip.events.trigger("pre_run_cell", None)  # the next cell, at once (Run All)
-off = prewarm._timer is None and first is not None and first.finished.is_set()
+off = not warm.armed and first is not None and first.finished.is_set()
 ip.run_cell("x = 1")
-print(json.dumps({"off": off, "again": prewarm._timer is not None,
+print(json.dumps({"off": off, "again": warm.armed,
                   "distributed": "distributed" in sys.modules}))
 prewarm.cancel()
 """)
@@ -55,19 +56,19 @@ prewarm.cancel()
 
 def test_an_operation_that_comes_first_makes_them_itself() -> None:
     seen = _run("""
-prewarm.IDLE = 60
+warm.idle = 60
 ip.run_cell("%load_ext gpudask_jupyter")
 prewarm.wait()  # what an operation's thread does first
 ip.run_cell("x = 1")
-print(json.dumps({"armed": prewarm._timer is not None,
-                  "hooked": prewarm._cell_ran in ip.events.callbacks["post_run_cell"]}))
+print(json.dumps({"armed": warm.armed,
+                  "hooked": warm._cell_ran in ip.events.callbacks["post_run_cell"]}))
 """)
     assert seen == {"armed": False, "hooked": False}
 
 
 def test_the_option_turns_them_off() -> None:
     seen = _run("""
-prewarm.IDLE = 0.05
+warm.idle = 0.05
 ip.run_cell("%load_ext gpudask_jupyter\\n%config GpuDaskMagics.prewarm = False")
 prewarm.join()
 print(json.dumps({"distributed": "distributed" in sys.modules}))
@@ -77,10 +78,10 @@ print(json.dumps({"distributed": "distributed" in sys.modules}))
 
 def test_unloading_cancels_them() -> None:
     seen = _run("""
-prewarm.IDLE = 0.05
+warm.idle = 0.05
 ip.run_cell("%load_ext gpudask_jupyter\\n%unload_ext gpudask_jupyter")
 prewarm.join()
-print(json.dumps({"armed": prewarm._timer is not None,
+print(json.dumps({"armed": warm.armed,
                   "distributed": "distributed" in sys.modules}))
 """)
     assert seen == {"armed": False, "distributed": False}
@@ -91,17 +92,17 @@ def test_a_magic_waits_only_for_imports_under_way() -> None:
     beside them), not for ones merely armed (which the operation then makes itself)."""
     seen = _run("""
 import time
-prewarm.IDLE = 60
+warm.idle = 60
 ip.run_cell("%load_ext gpudask_jupyter")
 t = time.monotonic(); prewarm.under_way(); armed = time.monotonic() - t
-prewarm.IDLE = 0.01
+warm.idle = 0.01
 prewarm.after_cell(ip)  # armed again after the next cell, soon
 ip.run_cell("x = 1")
 deadline = time.monotonic() + 30
-while not prewarm._begun.is_set() and time.monotonic() < deadline:
+while not warm.begun and time.monotonic() < deadline:
     time.sleep(0.001)
 prewarm.under_way()
-print(json.dumps({"armed_wait_s": round(armed, 1), "done": prewarm._finished.is_set(),
+print(json.dumps({"armed_wait_s": round(armed, 1), "done": warm.finished,
                   "distributed": "distributed" in sys.modules}))
 """)
     assert seen == {"armed_wait_s": 0.0, "done": True, "distributed": True}

@@ -49,115 +49,125 @@ IDLE = 1.0
 #: seconds an operation waits for imports under way before making its own
 WAIT = 60.0
 
-_lock = threading.Lock()
-_shell: Any = None
-_timer: threading.Timer | None = None  # armed after a cell; the imports run on its thread
-_begun = threading.Event()
-_finished = threading.Event()  # the imports begun are done (or failed)
-_settled = False  # an operation came first: it made the imports
-took: float | None = None  # seconds the imports took, once done (the benchmark reports it)
 
+class Prewarm:
+    """The imports of a first start, made once a shell is idle after a cell: one per kernel
+    process (:data:`this_kernel`, whose methods the module's functions are); a test can make
+    others. ``idle``: seconds without a cell after which they begin."""
 
-def after_cell(shell: Any) -> None:
-    """Make the imports once ``shell`` is idle after a cell (the one loading the extension)."""
-    global _shell
-    cancel()
-    if _begun.is_set() or _settled:
-        return
-    _shell = shell
-    shell.events.register("pre_run_cell", _cell_starts)
-    shell.events.register("post_run_cell", _cell_ran)
+    def __init__(self, idle: float = IDLE) -> None:
+        self.idle = idle
+        self._lock = threading.Lock()
+        self._shell: Any = None
+        self._timer: threading.Timer | None = None  # armed after a cell; imports on its thread
+        self._begun = threading.Event()
+        self._finished = threading.Event()  # the imports begun are done (or failed)
+        self._settled = False  # an operation came first: it made the imports
+        self.took: float | None = None  # seconds the imports took, once done (benchmarks)
 
-
-def cancel() -> None:
-    """Make no imports that have not begun (``%unload_ext``); begun ones finish on their own."""
-    global _shell
-    _disarm()
-    shell, _shell = _shell, None
-    if shell is not None:
-        for event, hook in (("pre_run_cell", _cell_starts), ("post_run_cell", _cell_ran)):
-            with contextlib.suppress(ValueError):  # already gone
-                shell.events.unregister(event, hook)
-
-
-def wait(timeout: float = WAIT) -> None:
-    """On an operation's thread, before it imports anything: imports not begun never will
-    (the operation makes them); imports under way are waited for, at most ``timeout``."""
-    global _settled
-    _settled = True
-    _disarm()
-    join(timeout)
-
-
-def under_way(timeout: float = WAIT) -> None:
-    """Wait for imports that have begun (not for armed ones), at most ``timeout``: a magic on
-    the main thread, before it imports anything. An import waiting there for a module the
-    imports hold, or holding one they wait for, is where a Ctrl-C would land; here it ends a
-    plain wait instead."""
-    if _begun.is_set():
-        join(timeout)
-
-
-def join(timeout: float = WAIT) -> None:
-    """Wait for imports under way or armed, at most ``timeout`` (benchmarks, tests). Waits on an
-    event in short steps, so that Ctrl-C ends the wait at once."""
-    timer = _timer
-    if timer is None or timer is threading.current_thread():
-        return
-    deadline = time.monotonic() + timeout
-    while timer.is_alive() and not _finished.wait(0.05):
-        if time.monotonic() > deadline:
-            log.warning("the imports made ahead of the first start are still running")
+    def after_cell(self, shell: Any) -> None:
+        """Make the imports once ``shell`` is idle after a cell (the one loading the
+        extension)."""
+        self.cancel()
+        if self._begun.is_set() or self._settled:
             return
+        self._shell = shell
+        shell.events.register("pre_run_cell", self._cell_starts)
+        shell.events.register("post_run_cell", self._cell_ran)
 
+    def cancel(self) -> None:
+        """Make no imports that have not begun (``%unload_ext``); begun ones finish on their
+        own."""
+        self._disarm()
+        shell, self._shell = self._shell, None
+        if shell is not None:
+            for event, hook in (
+                ("pre_run_cell", self._cell_starts),
+                ("post_run_cell", self._cell_ran),
+            ):
+                with contextlib.suppress(ValueError):  # already gone
+                    shell.events.unregister(event, hook)
 
-def _cell_ran(result: Any = None) -> None:
-    global _timer
-    if _begun.is_set() or _settled:
-        cancel()  # nothing left to do: the hooks go
-        return
-    with _lock:
-        if _timer is None:
-            _timer = threading.Timer(IDLE, _import_all)
-            _timer.name = "gpudask-prewarm"
-            _timer.daemon = True
-            _timer.start()
+    def wait(self, timeout: float = WAIT) -> None:
+        """On an operation's thread, before it imports anything: imports not begun never will
+        (the operation makes them); imports under way are waited for, at most ``timeout``."""
+        self._settled = True
+        self._disarm()
+        self.join(timeout)
 
+    def under_way(self, timeout: float = WAIT) -> None:
+        """Wait for imports that have begun (not for armed ones), at most ``timeout``: a magic
+        on the main thread, before it imports anything. An import waiting there for a module
+        the imports hold, or holding one they wait for, is where a Ctrl-C would land; here it
+        ends a plain wait instead."""
+        if self._begun.is_set():
+            self.join(timeout)
 
-def _cell_starts(info: Any = None) -> None:
-    _disarm()
-
-
-def _disarm() -> None:
-    """Put off imports that have not begun; the next idle moment arms them again."""
-    global _timer
-    with _lock:
-        if _timer is not None and not _begun.is_set():
-            _timer.cancel()
-            _timer = None
-
-
-def _import_all() -> None:
-    global took
-    with _lock:
-        if _timer is not threading.current_thread() or _settled:
-            return  # disarmed as it fired
-        _begun.set()
-    from .. import config
-
-    begun = time.perf_counter()
-    try:
-        if not config.get("prewarm"):
+    def join(self, timeout: float = WAIT) -> None:
+        """Wait for imports under way or armed, at most ``timeout`` (benchmarks, tests). Waits
+        on an event in short steps, so that Ctrl-C ends the wait at once."""
+        timer = self._timer
+        if timer is None or timer is threading.current_thread():
             return
-        for name in (*MODULES, *_optional()):
-            importlib.import_module(name)
-    except Exception:  # the operation that needs the module imports it again, and says why
-        log.debug("importing ahead of the first start failed", exc_info=True)
-        return
-    finally:
-        _finished.set()
-    took = time.perf_counter() - begun
-    log.debug("imports for the first start made in %.2fs", took)
+        deadline = time.monotonic() + timeout
+        while timer.is_alive() and not self._finished.wait(0.05):
+            if time.monotonic() > deadline:
+                log.warning("the imports made ahead of the first start are still running")
+                return
+
+    @property
+    def begun(self) -> bool:
+        return self._begun.is_set()
+
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
+    @property
+    def armed(self) -> bool:
+        return self._timer is not None
+
+    def _cell_ran(self, result: Any = None) -> None:
+        if self._begun.is_set() or self._settled:
+            self.cancel()  # nothing left to do: the hooks go
+            return
+        with self._lock:
+            if self._timer is None:
+                self._timer = threading.Timer(self.idle, self._import_all)
+                self._timer.name = "gpudask-prewarm"
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _cell_starts(self, info: Any = None) -> None:
+        self._disarm()
+
+    def _disarm(self) -> None:
+        """Put off imports that have not begun; the next idle moment arms them again."""
+        with self._lock:
+            if self._timer is not None and not self._begun.is_set():
+                self._timer.cancel()
+                self._timer = None
+
+    def _import_all(self) -> None:
+        with self._lock:
+            if self._timer is not threading.current_thread() or self._settled:
+                return  # disarmed as it fired
+            self._begun.set()
+        from .. import config
+
+        begun = time.perf_counter()
+        try:
+            if not config.get("prewarm"):
+                return
+            for name in (*MODULES, *_optional()):
+                importlib.import_module(name)
+        except Exception:  # the operation that needs the module imports it again, and says why
+            log.debug("importing ahead of the first start failed", exc_info=True)
+            return
+        finally:
+            self._finished.set()
+        self.took = time.perf_counter() - begun
+        log.debug("imports for the first start made in %.2fs", self.took)
 
 
 def _optional() -> list[str]:
@@ -175,3 +185,12 @@ def _optional() -> list[str]:
         if config.get("nvml") and nvml.devices():
             names.append("dask_cuda")
     return names
+
+
+#: this kernel's imports ahead of its first start
+this_kernel = Prewarm()
+after_cell = this_kernel.after_cell
+cancel = this_kernel.cancel
+wait = this_kernel.wait
+under_way = this_kernel.under_way
+join = this_kernel.join
