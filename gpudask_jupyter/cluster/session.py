@@ -819,7 +819,7 @@ class ClusterSession:
         else:
             room_holder.set_workers([])
         self.main_guard.release()
-        if _current is self:
+        if current() is self:
             _set_current(None)
 
 
@@ -854,24 +854,65 @@ def _record_tasks(client: Any) -> None:
 
 # -- the kernel's one session ---------------------------------------------------------------------
 
-_current: ClusterSession | None = None
-_lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while it is held
-_atexit_registered = False
+
+class KernelSession:
+    """Where a kernel keeps its one session: one per kernel process (:data:`this_kernel`, whose
+    methods the module's functions are); a test can make others."""
+
+    def __init__(self) -> None:
+        self._session: ClusterSession | None = None
+        self._lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while held
+        self._registered = False
+
+    def current(self) -> ClusterSession | None:
+        return self._session
+
+    def require(self) -> ClusterSession:
+        """The kernel's session, for the subcommands that manage one; an error says how to get
+        one."""
+        session = self._session
+        if session is None:
+            raise ClusterError(
+                "this kernel has no cluster; start one with %gpu_cluster start "
+                "or connect with %gpu_cluster attach ADDRESS"
+            )
+        return session
+
+    def set(self, session: ClusterSession | None) -> None:
+        with self._lock:
+            self._session = session
+            if session is not None and not self._registered:
+                atexit.register(self.close)
+                lifecycle.on_unload(self.forget, lifecycle.FIRST)
+                lifecycle.on_unload(self.close, lifecycle.CLUSTER)
+                lifecycle.on_unload(end_resource_tracker, lifecycle.MEMORY)
+                self._registered = True
+
+    def close(self, release_room: bool = True) -> bool:
+        """Close the session if there is one; True if something was closed."""
+        session = self._session
+        if session is None:
+            return False
+        session.close(release_room)
+        return True
+
+    def forget(self) -> None:
+        """Remove the session's registry entry at once: the first thing to do when the kernel
+        is going away, since whatever comes next may be cut short by SIGKILL. Its TLS folder
+        goes when the cluster has closed (its nannies read it until then), or, after a SIGKILL,
+        at the next ``%load_ext`` (:mod:`..lifecycle.leftovers`)."""
+        session = self._session
+        if session is not None:
+            registry.remove_entry(session.kernel_id)  # the TLS files stay until it closes
 
 
-def current() -> ClusterSession | None:
-    return _current
-
-
-def require_current() -> ClusterSession:
-    """The kernel's session, for the subcommands that manage one; an error says how to get one."""
-    session = _current
-    if session is None:
-        raise ClusterError(
-            "this kernel has no cluster; start one with %gpu_cluster start "
-            "or connect with %gpu_cluster attach ADDRESS"
-        )
-    return session
+#: this kernel's session
+this_kernel = KernelSession()
+current = this_kernel.current
+require_current = this_kernel.require
+_set_current = this_kernel.set
+close_current = this_kernel.close
+forget_current = this_kernel.forget
 
 
 @dataclass(frozen=True)
@@ -897,34 +938,3 @@ class JoinPlan:
     timeout: float
     room: room.Held | None = None
     worker_caps: dict[str, Any] = field(default_factory=dict)
-
-
-def _set_current(session: ClusterSession | None) -> None:
-    global _current, _atexit_registered
-    with _lock:
-        _current = session
-        if session is not None and not _atexit_registered:
-            atexit.register(close_current)
-            lifecycle.on_unload(forget_current, lifecycle.FIRST)
-            lifecycle.on_unload(close_current, lifecycle.CLUSTER)
-            lifecycle.on_unload(end_resource_tracker, lifecycle.MEMORY)
-            _atexit_registered = True
-
-
-def close_current(release_room: bool = True) -> bool:
-    """Close the session if there is one; True if something was closed."""
-    session = _current
-    if session is None:
-        return False
-    session.close(release_room)
-    return True
-
-
-def forget_current() -> None:
-    """Remove the session's registry entry at once: the first thing to do when the kernel is
-    going away, since whatever comes next may be cut short by SIGKILL. Its TLS folder goes when
-    the cluster has closed (its nannies read it until then), or, after a SIGKILL, at the next
-    ``%load_ext`` (:mod:`..lifecycle.leftovers`)."""
-    session = _current
-    if session is not None:
-        registry.remove_entry(session.kernel_id)  # the TLS files stay until the cluster closes
