@@ -1,5 +1,6 @@
 """Helpers shared by the tests: process accounting, free ports, real Dask processes, TLS files,
-real kernels and what their cells say."""
+real kernels and what their cells say, and waits for an event (never for a guessed number of
+seconds)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,19 @@ import contextlib
 import gc
 import json
 import os
+import queue
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
+
+T = TypeVar("T")
 
 
 def spawned_workers(root: int | None = None) -> list[psutil.Process]:
@@ -150,34 +154,123 @@ def write_tls_files(folder: Path) -> dict[str, str]:
     return out
 
 
-def run_cell(kc: Any, code: str, timeout: float = 120) -> dict[str, Any]:
-    """Execute ``code`` in a kernel: the reply, with its streams, errors and displayed text (a
-    table's ``text/plain``) as ``output``."""
-    msg_id = kc.execute(code)
-    said: list[str] = []
+def wait_until(
+    predicate: Callable[[], T],
+    timeout: float,
+    what: str | Callable[[], str],
+    step: float = 0.05,
+) -> T:
+    """Poll ``predicate`` every ``step`` seconds until it gives something true, and return that;
+    after ``timeout`` seconds fail, saying what did not happen (``what``: words, or a function
+    that gives them at that moment)."""
+    deadline = time.monotonic() + timeout
     while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            said = what() if callable(what) else what
+            raise AssertionError(f"waited {timeout:g} s for {said}")
+        time.sleep(step)
+
+
+def read_iopub(
+    kc: Any,
+    until: Callable[[dict[str, Any]], bool],
+    timeout: float,
+    what: str | Callable[[], str] | None = None,
+) -> list[dict[str, Any]]:
+    """The kernel's iopub messages, read until ``until(message)`` holds for one (the last of
+    the list) or ``timeout`` seconds have passed. With ``what``, the latter fails, saying what
+    did not come; without, what was read is returned all the same."""
+    deadline = time.monotonic() + timeout
+    read: list[dict[str, Any]] = []
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            msg = kc.get_iopub_msg(timeout=left)
+        except queue.Empty:
+            break
+        read.append(msg)
+        if until(msg):
+            return read
+    if what is not None:
+        said = what() if callable(what) else what
+        kinds = [m["msg_type"] for m in read[-10:]]
+        raise AssertionError(
+            f"waited {timeout:g} s for {said}; {len(read)} iopub messages read, the last {kinds}"
+        )
+    return read
+
+
+def printed(cell: str, text: str) -> Callable[[dict[str, Any]], bool]:
+    """For :func:`read_iopub`: whether a message is a stream of the request ``cell`` (its
+    msg_id) that holds ``text``."""
+
+    def says(msg: dict[str, Any]) -> bool:
+        mine = msg["parent_header"].get("msg_id") == cell and msg["msg_type"] == "stream"
+        return mine and text in msg["content"]["text"]
+
+    return says
+
+
+def run_cell(kc: Any, code: str, timeout: float = 180, **options: Any) -> dict[str, Any]:
+    """Execute ``code`` in a kernel and wait, at most ``timeout`` seconds in all, for the
+    kernel's idle after it and for its own reply: the reply's content, with ``output``: the
+    cell's streams as printed, and each error (name, value, traceback) and displayed text (a
+    table's ``text/plain``) on lines of their own. ``options`` go with the request
+    (``silent``, ``user_expressions``)."""
+    msg_id = kc.execute(code, **options)
+    said: list[str] = []
+
+    def line(text: str) -> None:
+        if said and not said[-1].endswith("\n"):
+            said.append("\n")
+        said.append(text + "\n")
+
+    def take(msg: dict[str, Any]) -> bool:
         if msg["parent_header"].get("msg_id") != msg_id:
-            continue
+            return False
         kind, content = msg["msg_type"], msg["content"]
         if kind == "stream":
             said.append(content["text"])
         elif kind == "error":
-            said.append(f"{content['ename']}: {content['evalue']}")
-            said.append("\n".join(content["traceback"]))
+            line(f"{content['ename']}: {content['evalue']}")
+            line("\n".join(content["traceback"]))
         elif kind in {"display_data", "execute_result"}:
-            said.append(content["data"].get("text/plain", ""))
-        elif kind == "status" and content["execution_state"] == "idle":
-            break
+            line(content["data"].get("text/plain", ""))
+        return kind == "status" and content["execution_state"] == "idle"
+
+    def unfinished() -> str:
+        return f"the cell {code[:80]!r} to finish; it said {''.join(said)[-2000:]!r}"
+
+    deadline = time.monotonic() + timeout
+    read_iopub(kc, take, timeout, unfinished)
     while True:  # a reply left from another request (kernel_info) is not this cell's
-        answer = kc.get_shell_msg(timeout=timeout)
+        try:
+            answer = kc.get_shell_msg(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(
+                f"no reply within {timeout:g} s to the cell {code[:80]!r}"
+            ) from None
         if answer["parent_header"].get("msg_id") == msg_id:
             break
     reply = dict(answer["content"])
     if reply.get("status") == "error":
-        said.append(f"reply: {reply.get('ename')}: {reply.get('evalue')}")
-    reply["output"] = "\n".join(said)
+        line(f"reply: {reply.get('ename')}: {reply.get('evalue')}")
+    reply["output"] = "".join(said)
     return reply
+
+
+def kernel_value(kc: Any, expression: str, timeout: float = 60) -> str:
+    """``expression`` evaluated in the kernel's namespace (its ``text/plain``), asked with a
+    silent request: no cell runs, so IPython's ``pre_run_cell`` and ``post_run_cell`` do not
+    fire and nothing that follows the cells (the imports made ahead, a displayed panel's
+    frames) takes the asking for one."""
+    reply = run_cell(kc, "", timeout, silent=True, user_expressions={"value": expression})
+    assert reply["status"] == "ok", reply
+    value = reply["user_expressions"]["value"]
+    assert value["status"] == "ok", value
+    return str(value["data"]["text/plain"])
 
 
 @contextlib.contextmanager

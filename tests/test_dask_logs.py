@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(240)
 def test_dask_logs_to_the_kernels_file_and_not_to_a_cell(kernel: Any) -> None:
     """In a real kernel, where distributed logs to stderr and ipykernel shows stderr (the
     workers' too) in the cells: none of Dask's lines lands in one."""
-    from test_kernel_lifecycle import run
+    from support import run_cell as run
 
     _, kc = kernel
     reply = run(kc, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start --n-workers 2")

@@ -7,17 +7,23 @@ command, from the import of dask onwards in a fresh kernel."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
-from support import spawned_workers, wait_gone
-from test_kernel_lifecycle import run
+from support import kernel_value, read_iopub, spawned_workers, wait_gone, wait_until
+from support import run_cell as run
 
 pytestmark = pytest.mark.timeout(300)
 
 START = "%gpu_cluster start --n-workers 2 --memory-limit 1GB"
+#: seconds from Ctrl-C to the interrupted cell's reply. The promise is two seconds (README); an
+#: answer takes a few tenths of a second at most here. The bound leaves room for a loaded 2-core
+#: machine (a full run beside a browser test), and still fails a cell that answers only once the
+#: command it interrupted is over: a command that hangs, or one that waits out its --timeout
+ANSWERED_WITHIN = 5.0
 
 
 def _listening(pid: int) -> set[int]:
@@ -43,15 +49,16 @@ def _interrupt_after(km: Any, kc: Any, code: str, delay: float) -> tuple[float, 
     well behind)."""
     cell_magic = code.startswith("%%")
     msg_id = kc.execute(code if cell_magic else f"print({BEGUN!r}, flush=True)\n{code}")
-    while True:
-        msg = kc.get_iopub_msg(timeout=60)
+
+    def begun(msg: dict[str, Any]) -> bool:
         if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if cell_magic and msg["msg_type"] == "execute_input":
-            break
-        if msg["msg_type"] == "stream" and BEGUN in msg["content"]["text"]:
-            break
-    time.sleep(delay)
+            return False
+        if cell_magic:
+            return bool(msg["msg_type"] == "execute_input")
+        return msg["msg_type"] == "stream" and BEGUN in msg["content"]["text"]
+
+    read_iopub(kc, begun, 60, "the cell to begin")
+    time.sleep(delay)  # the moment of the interrupt, not a wait for anything
     interrupted = time.monotonic()
     km.interrupt_kernel()
     while True:
@@ -62,11 +69,16 @@ def _interrupt_after(km: Any, kc: Any, code: str, delay: float) -> tuple[float, 
     # ipykernel sends an error reply before it starts aborting what is queued behind it
     # (stop_on_error); its "idle" comes after that has begun, so a request sent once idle is
     # not aborted with the queue
-    while True:
-        msg = kc.get_iopub_msg(timeout=60)
+    read_iopub(kc, _idle_after(msg_id), 60, "the interrupted cell's idle")
+    return took, dict(reply["content"])
+
+
+def _idle_after(msg_id: str) -> Callable[[dict[str, Any]], bool]:
+    def idle(msg: dict[str, Any]) -> bool:
         mine = msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
-        if mine and msg["content"]["execution_state"] == "idle":
-            return took, dict(reply["content"])
+        return mine and msg["content"]["execution_state"] == "idle"
+
+    return idle
 
 
 def _nothing_left(km: Any, kc: Any, runtime_dir: Path, ports: set[int]) -> None:
@@ -78,7 +90,16 @@ def _nothing_left(km: Any, kc: Any, runtime_dir: Path, ports: set[int]) -> None:
     assert "CancelledError" not in reply["output"] and "Traceback" not in reply["output"]
     assert wait_gone(spawned_workers(kernel)) == []
     assert _listening(kernel) <= ports
-    assert not list(runtime_dir.glob("gpudask-kernel-*"))
+    assert _files_of_a_cluster(runtime_dir) == []
+
+
+def _files_of_a_cluster(runtime_dir: Path) -> list[str]:
+    """Registry entries and TLS folders; not the note of the kernel's last stop, which stays
+    while the kernel lives (its next start or its undertaker removes it)."""
+    from gpudask_jupyter import registry
+
+    found = runtime_dir.glob(f"{registry.ENTRY_PREFIX}*")
+    return sorted(p.name for p in found if not p.name.endswith(registry.STOPPED_SUFFIX))
 
 
 @pytest.mark.parametrize("delay", [0.05, 0.3, 0.6])  # the imports take about 0.7 s here
@@ -92,9 +113,15 @@ def test_ctrl_c_during_a_start_that_waits_for_the_background_imports(
     reply = run(kc, "%load_ext gpudask_jupyter")
     assert reply["status"] == "ok", reply["output"]
     ports = _listening(km.provisioner.process.pid)
-    time.sleep(1.15)  # the background imports have begun (one second after the cell)
+    # the kernel idles a second, then imports on a thread, dask first (asked without a cell,
+    # which would put the imports off)
+    wait_until(
+        lambda: kernel_value(kc, "'dask' in __import__('sys').modules") == "True",
+        60,
+        "the imports made ahead of the first start to begin",
+    )
     took, content = _interrupt_after(km, kc, START, delay)
-    assert took < 2.0
+    assert took < ANSWERED_WITHIN, took
     assert content["status"] == "error"
     if content["ename"] == "Interrupted":  # ours; a moment before the magic shows Python's own
         assert content["traceback"] == [
@@ -114,7 +141,7 @@ def test_ctrl_c_during_start(kernel: Any, runtime_dir: Path, delay: float) -> No
     assert reply["status"] == "ok", reply["output"]
     ports = _listening(km.provisioner.process.pid)
     took, _ = _interrupt_after(km, kc, START, delay)
-    assert took < 2.0
+    assert took < ANSWERED_WITHIN, took
     _nothing_left(km, kc, runtime_dir, ports)
     reply = run(kc, f"client = {START}\nprint(len(client.scheduler_info()['workers']))")
     assert reply["status"] == "ok", reply["output"]
@@ -144,7 +171,7 @@ def test_ctrl_c_during_a_command_on_a_running_cluster(
     reply = run(kc, START)
     assert reply["status"] == "ok", reply["output"]
     took, _ = _interrupt_after(km, kc, command, delay)
-    assert took < 2.0
+    assert took < ANSWERED_WITHIN, took
     # the next command works (it waits for the interrupted one to finish first)
     reply = run(kc, "%gpu_cluster status")
     assert reply["status"] == "ok", reply["output"]
@@ -194,7 +221,7 @@ def test_ctrl_c_during_a_transfer_leaves_no_key_and_no_segment(
     assert reply["status"] == "ok", reply["output"]
     pid = km.provisioner.process.pid
     took, content = _interrupt_after(km, kc, SPREAD if what == "spread" else GATHER, delay)
-    assert took < 2.0
+    assert took < ANSWERED_WITHIN, took
     assert content["status"] == "error"  # interrupted: nothing rebound
     names = "print('KINDS', type(lazy).__module__, type(globals().get('frame')).__module__)"
     reply = run(kc, HELD + names)
@@ -211,13 +238,13 @@ def test_ctrl_c_during_a_transfer_leaves_no_key_and_no_segment(
 
 def _panel_answer(kc: Any, kind: str) -> dict[str, Any]:
     """The next message of ``kind`` a panel sends over its comm."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        msg = kc.get_iopub_msg(timeout=60)
+
+    def custom(msg: dict[str, Any]) -> dict[str, Any]:
         data = msg["content"].get("data", {}) if msg["msg_type"] == "comm_msg" else {}
-        if data.get("method") == "custom" and data["content"].get("type") == kind:
-            return dict(data["content"])
-    raise AssertionError(f"no {kind}")
+        return dict(data["content"]) if data.get("method") == "custom" else {}
+
+    read = read_iopub(kc, lambda msg: custom(msg).get("type") == kind, 60, f"the panel's {kind}")
+    return custom(read[-1])
 
 
 @pytest.mark.parametrize("delay", [0.2, 0.4])  # a first start here takes 0.6 to 0.8 s
@@ -234,7 +261,7 @@ def test_ctrl_c_during_a_start_from_the_panels_button(
     ports = _listening(km.provisioner.process.pid)
     _send_custom(kc, comm_id, {"type": "control", "id": 1, "action": "start", "n": 2})
     _panel_answer(kc, "control-started")
-    time.sleep(delay)
+    time.sleep(delay)  # the moment of the interrupt, not a wait for anything
     km.interrupt_kernel()
     result = _panel_answer(kc, "control-result")
     assert result["ok"] is False and "interrupted" in result["text"], result
@@ -266,18 +293,17 @@ def test_ctrl_c_during_an_attach_to_a_silent_port_closes_its_connection(
         f"%gpu_cluster {command} tcp://127.0.0.1:{silent_port} --timeout 600"
         + (" --n-workers 1 --memory-limit 1GB" if command == "join" else "")
     )
-    deadline = time.monotonic() + 120
-    while not _connections_to(pid, silent_port):  # the check is waiting for a greeting
-        assert time.monotonic() < deadline, "the kernel never connected"
-        time.sleep(0.05)
+    # the check is waiting for a greeting
+    wait_until(lambda: _connections_to(pid, silent_port), 120, "the kernel to connect")
     km.interrupt_kernel()
     while True:
         reply = kc.get_shell_msg(timeout=60)
         if reply["parent_header"].get("msg_id") == msg_id:
             break
     assert reply["content"]["status"] == "error"
-    deadline = time.monotonic() + 60  # far below the command's own 600 s
-    while _connections_to(pid, silent_port):
-        assert time.monotonic() < deadline, _connections_to(pid, silent_port)
-        time.sleep(0.05)
+    wait_until(  # far below the command's own 600 s
+        lambda: not _connections_to(pid, silent_port),
+        60,
+        lambda: f"the check to close its connection: {_connections_to(pid, silent_port)}",
+    )
     assert run(kc, "%gpu_cluster status")["status"] == "ok"

@@ -15,7 +15,7 @@ import psutil
 import pytest
 from jupyter_client.manager import KernelManager
 from support import DaskProcesses, kernel_factory, spawned_workers, wait_gone
-from test_kernel_lifecycle import run
+from support import run_cell as run
 
 pytestmark = pytest.mark.timeout(240)
 

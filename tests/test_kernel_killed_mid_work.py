@@ -21,8 +21,8 @@ from typing import Any
 
 import psutil
 import pytest
+from support import run_cell as run
 from support import spawned_workers, undertaker_of, wait_gone
-from test_kernel_lifecycle import run
 
 from gpudask_jupyter.convert.distribute import shared_memory
 

@@ -14,34 +14,12 @@ from typing import Any
 import psutil
 import pytest
 from jupyter_client.manager import KernelManager
-from support import spawned_workers, undertaker_of, wait_gone
+from support import printed, read_iopub, spawned_workers, undertaker_of, wait_gone, wait_until
+from support import run_cell as run
 
 from gpudask_jupyter.cluster.worker_spawn import PARENT_PID
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def run(kc: Any, code: str, timeout: float = 120) -> dict[str, Any]:
-    """Execute ``code`` and return the reply content, with stdout/stderr collected."""
-    msg_id = kc.execute(code)
-    streams: list[str] = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream":
-            streams.append(msg["content"]["text"])
-        elif msg["msg_type"] == "error":
-            streams.append("\n".join(msg["content"]["traceback"]))
-        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    while True:  # a reply left from another request (kernel_info) is not this cell's
-        answer = kc.get_shell_msg(timeout=timeout)
-        if answer["parent_header"].get("msg_id") == msg_id:
-            break
-    reply = answer["content"]
-    reply["output"] = "".join(streams)
-    return dict(reply)
 
 
 def _start_cluster(km: KernelManager, kc: Any) -> list[Any]:
@@ -85,19 +63,10 @@ def test_sigterm_closes_the_cluster_then_ends_the_kernel(kernel, runtime_dir: Pa
     workers = _start_cluster(km, kc)
     process = km.provisioner.process
     os.kill(process.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: process.poll() is not None, 30, "the kernel to end after SIGTERM")
     assert process.poll() == -signal.SIGTERM  # it still ends by SIGTERM, as the manager expects
     assert wait_gone(workers) == []
     assert _left_behind(runtime_dir) == []
-
-
-def _wait_for(done: Any, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}"
-        time.sleep(0.05)
 
 
 def test_a_killed_kernels_files_are_removed_by_its_undertaker(kernel, runtime_dir: Path) -> None:
@@ -111,7 +80,7 @@ def test_a_killed_kernels_files_are_removed_by_its_undertaker(kernel, runtime_di
     os.kill(km.provisioner.process.pid, signal.SIGKILL)
     km.provisioner.process.wait(timeout=60)
     assert wait_gone(workers) == []  # the workers end with their parent's pipe
-    _wait_for(lambda: _left_behind(runtime_dir) == [], "the entry and the TLS folder to go")
+    wait_until(lambda: _left_behind(runtime_dir) == [], 60, "the entry and the TLS folder to go")
     assert wait_gone([undertaker]) == []
 
 
@@ -153,8 +122,8 @@ def test_unloading_puts_back_sigterm_and_the_shutdown_request(kernel) -> None:
 def test_interrupting_a_cell_keeps_the_workers(kernel) -> None:
     km, kc = kernel
     workers = _start_cluster(km, kc)
-    kc.execute("import time\ntime.sleep(30)")
-    time.sleep(1)
+    cell = kc.execute("import time\nprint('SLEEPING', flush=True)\ntime.sleep(30)")
+    read_iopub(kc, printed(cell, "SLEEPING"), 60, "the cell to begin its sleep")
     km.interrupt_kernel()
     kc.wait_for_ready(timeout=30)
     time.sleep(1)
@@ -211,10 +180,7 @@ def test_the_panel_and_the_sidebar_give_a_stop_one_time_and_its_note_goes_with_t
     assert time.time() - 60 < on_panel < time.time()
     sidebar.stop()
     km.shutdown_kernel(now=False)
-    deadline = time.monotonic() + 60
-    while _left_behind(runtime_dir) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _left_behind(runtime_dir) == []
+    wait_until(lambda: _left_behind(runtime_dir) == [], 60, "the note to go with the kernel")
 
 
 def test_usage_error_fails_the_cell_with_one_line(kernel) -> None:
@@ -260,7 +226,9 @@ def test_a_kernel_ended_during_a_first_start_leaves_no_process(
     assert wait_gone(made) == [], f"left after {how.name} at {delay} s"
     assert wait_gone(_of_kernel(process.pid)) == []
     # whatever the start had written, its undertaker removes once the kernel has ended
-    _wait_for(lambda: _left_behind(runtime_dir) == [], f"what {how.name} at {delay} s left")
+    wait_until(
+        lambda: _left_behind(runtime_dir) == [], 60, f"what {how.name} at {delay} s left to go"
+    )
     km.restart_kernel(now=True)
     kc.wait_for_ready(timeout=60)
     reply = run(

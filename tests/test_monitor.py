@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support import wait_until
 
 from gpudask_jupyter.machine import nvml
 from gpudask_jupyter.monitor import Cursor, Monitor, Source
@@ -91,10 +92,13 @@ def test_progress_per_prefix_and_errors(dask_client) -> None:
     monitor = monitor_for(dask_client)
     futures = dask_client.map(slow_inc, range(12), delay=0.5)
     bad = dask_client.map(fails, range(3))
-    time.sleep(0.3)
-    monitor.tick()
-    frame, _ = monitor.frame("c")
-    rows = {p["prefix"]: p for p in frame["progress"]}
+
+    def processing() -> dict[str, Any] | None:
+        monitor.tick()
+        rows = {p["prefix"]: p for p in monitor.frame("c")[0]["progress"]}
+        return rows if rows.get("slow_inc", {}).get("processing") else None
+
+    rows = wait_until(processing, 30, "slow_inc tasks processing in the frame", step=0.1)
     assert rows["slow_inc"]["total"] == 12
     assert rows["slow_inc"]["processing"] > 0
     dask_client.gather(futures)
@@ -115,21 +119,24 @@ def test_running_counts_come_from_the_workers_and_never_exceed_their_threads(das
     threads = sum(w["nthreads"] for w in dask_client.scheduler_info()["workers"].values())
     a = dask_client.map(slow_inc, range(20), delay=1.5, key=[f"slow_a-{i}" for i in range(20)])
     b = dask_client.map(slow_inc, range(20), delay=1.5, key=[f"slow_b-{i}" for i in range(20)])
-    seen_running = seen_waiting = 0
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not (seen_running and seen_waiting):
-        time.sleep(0.5)
+    seen = {"running": 0, "waiting": 0}
+
+    def both_seen() -> bool:
         monitor.tick()
         frame, _ = monitor.frame("c")
         rows = [p for p in frame["progress"] if p["prefix"] in ("slow_a", "slow_b")]
         running = sum(p["running"] for p in rows)
         assert running <= threads, rows
         assert all(p["running"] <= p["processing"] for p in rows), rows
-        seen_running = max(seen_running, running)
-        seen_waiting = max(seen_waiting, sum(p["processing"] - p["running"] for p in rows))
+        seen["running"] = max(seen["running"], running)
+        waiting = sum(p["processing"] - p["running"] for p in rows)
+        seen["waiting"] = max(seen["waiting"], waiting)
+        return bool(seen["running"] and seen["waiting"])
+
+    wait_until(both_seen, 20, lambda: f"tasks running and waiting on the workers: {seen}", 0.5)
     dask_client.cancel(a + b)
-    assert seen_running > 0  # the heartbeats named what runs
-    assert seen_waiting > 0  # what was given beyond the threads is told apart
+    assert seen["running"] > 0  # the heartbeats named what runs
+    assert seen["waiting"] > 0  # what was given beyond the threads is told apart
 
 
 def test_a_killed_worker_is_reported_and_monitoring_goes_on(dask_client) -> None:
@@ -138,14 +145,15 @@ def test_a_killed_worker_is_reported_and_monitoring_goes_on(dask_client) -> None
     victim = sorted(dask_client.scheduler_info()["workers"])[0]
     with contextlib.suppress(Exception):
         dask_client.run(os._exit, 1, workers=[victim])
-    deadline = time.monotonic() + 30
-    while True:
+
+    def reported() -> Any:
         monitor.tick()
         frame, _ = monitor.frame("c")
-        if any(f"worker {victim} left" in m for m in frame["messages"]):
-            break
-        assert time.monotonic() < deadline, frame["messages"]
-        time.sleep(0.2)
+        return frame if any(f"worker {victim} left" in m for m in frame["messages"]) else None
+
+    frame = wait_until(
+        reported, 30, lambda: f"the frame to say {victim} left: {monitor.frame('c')[0]}", 0.2
+    )
     assert frame["cluster"]["state"] == "running"
     assert dask_client.submit(slow_inc, 1).result() == 2
 
@@ -205,10 +213,7 @@ def test_samples_on_its_own_thread_only_while_subscribed() -> None:
     monitor = Monitor(lambda: {})
     seen: list[str] = []
     token = monitor.subscribe(lambda: seen.append(threading.current_thread().name), interval=0.25)
-    deadline = time.monotonic() + 10
-    while len(seen) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(seen) >= 3
+    wait_until(lambda: len(seen) >= 3, 10, lambda: f"three samples ({len(seen)} came)")
     assert set(seen) == {"gpudask-monitor"}
     assert monitor.running
     monitor.unsubscribe(token)
@@ -249,10 +254,7 @@ def test_a_failing_consumer_is_logged_and_the_others_still_get_frames(caplog) ->
     first = monitor.subscribe(broken, interval=0.25)
     second = monitor.subscribe(lambda: seen.append("frame"), interval=0.25)
     try:
-        deadline = time.monotonic() + 10
-        while len(seen) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(seen) >= 2
+        wait_until(lambda: len(seen) >= 2, 10, lambda: f"two frames ({len(seen)} came)")
     finally:
         monitor.unsubscribe(first)
         monitor.unsubscribe(second)
@@ -266,15 +268,14 @@ def test_a_failing_tick_is_logged_and_said_in_the_frames(caplog) -> None:
 
     monitor = Monitor(sources)
     caplog.set_level(logging.DEBUG, logger="gpudask_jupyter.monitor")
+
+    def said() -> Any:
+        frame, _ = monitor.frame("c")
+        return frame if frame["messages"] else None
+
     token = monitor.subscribe(lambda: None, interval=0.25)
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            frame, _ = monitor.frame("c")
-            if frame["messages"]:
-                break
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        frame = wait_until(said, 10, "the frame to say the tick failed")
     finally:
         monitor.unsubscribe(token)
     assert frame["messages"] == ["monitor error: OSError: registry unreadable"]
@@ -308,15 +309,6 @@ def test_the_kernel_monitor_follows_no_cluster_until_one_is_started() -> None:
 # -- what the frames say about the cluster ------------------------------------------------------
 
 
-def _until(predicate: Any, timeout: float = 30, step: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(step)
-
-
 def _scheduler_counts(dask_scheduler: Any = None) -> dict[str, tuple[int, int]]:
     """Per worker: tasks sent to it and not finished (running or ready there), results held."""
     return {a: (len(ws.processing), len(ws.has_what)) for a, ws in dask_scheduler.workers.items()}
@@ -338,8 +330,12 @@ def test_worker_counts_match_the_schedulers_with_held_results(dask_client) -> No
         busy = sum(w["executing"] for w in workers.values())
         return workers if mine == expected and busy == 4 else None
 
-    workers = _until(agreed, timeout=20, step=0.3)
-    assert workers, dask_client.run_on_scheduler(_scheduler_counts)
+    workers = wait_until(
+        agreed,
+        20,
+        lambda: f"the scheduler's counts: {dask_client.run_on_scheduler(_scheduler_counts)}",
+        step=0.3,
+    )
     assert sum(w["in_memory"] for w in workers.values()) == 10
     assert sum(w["ready"] for w in workers.values()) == 6 - 4 - _queued(dask_client)
     assert all(w["ours"] for w in workers.values())  # a cluster the kernel started
@@ -358,9 +354,9 @@ def test_tasks_waiting_for_a_resource_no_worker_offers_are_in_the_frame(dask_cli
         monitor.tick()
         return monitor.frame("c")[0]["waiting"]
 
-    assert _until(waiting, timeout=10) == [{"resource": "GPU", "tasks": 1}]
+    assert wait_until(waiting, 10, "a task waiting", 0.2) == [{"resource": "GPU", "tasks": 1}]
     future.cancel()
-    assert _until(lambda: not waiting(), timeout=10)
+    wait_until(lambda: not waiting(), 10, "the cancelled task to leave the frame", 0.2)
 
 
 def test_the_probe_gives_each_workers_process_id(dask_client) -> None:
@@ -495,10 +491,10 @@ def test_a_cluster_that_goes_away_is_said_within_two_seconds_at_any_interval() -
 
     token = monitor.subscribe(seen, interval=10)
     try:
-        assert _until(lambda: states, timeout=10)
+        wait_until(lambda: states, 10, "a first frame", 0.2)
         gone = time.monotonic()
         sources.clear()
-        assert _until(lambda: states[-1][1] == "stopped", timeout=5), states
+        wait_until(lambda: states[-1][1] == "stopped", 5, lambda: f"a stop ({states})", 0.2)
         assert states[-1][0] - gone < 2.0
     finally:
         monitor.unsubscribe(token)
@@ -556,11 +552,11 @@ def test_workers_that_come_and_go_make_one_note_saying_where_things_stand() -> N
             monitor.tick()
             return [m for m in monitor.frame("c")[0]["messages"] if "worker" in m]
 
-        assert _until(lambda: notes() and "(6 now)" in notes()[-1])
+        wait_until(lambda: notes() and "(6 now)" in notes()[-1], 30, "a note of six", 0.2)
         joined = notes()
         assert len(joined) == 1 and joined[0].startswith("4 workers joined ("), joined
         cluster.scale(5)
-        assert _until(lambda: "(5 now)" in notes()[-1])
+        wait_until(lambda: "(5 now)" in notes()[-1], 30, "a note of five", 0.2)
         left = notes()
         assert len(left) == 1 and left[0].startswith("worker "), left
         assert left[0].endswith("left the cluster (5 now)"), left
@@ -598,10 +594,10 @@ def test_a_scheduler_stopped_on_purpose_is_a_stop_not_a_lost_contact(on_purpose:
         return str(monitor.frame("c")[0]["cluster"]["state"])
 
     try:
-        assert _until(lambda: state() == "running")
+        wait_until(lambda: state() == "running", 30, "the cluster running", 0.2)
         stopping.set()
         cluster.close()
-        assert _until(lambda: state() in {"stopped", "unreachable"})
+        wait_until(lambda: state() in {"stopped", "unreachable"}, 30, "the cluster gone", 0.2)
         frame, _ = monitor.frame("c")
         lost = [m for m in frame["messages"] if "lost contact" in m]
         if on_purpose:

@@ -9,6 +9,7 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -165,11 +166,13 @@ def test_temporaries_of_a_write_cut_short_are_pruned(room: RoomDir) -> None:
     assert not left.exists() and not old.exists() and mine.exists()
 
 
-def _hold_lock(path: str, ready: multiprocessing.synchronize.Event, seconds: float) -> None:
+def _hold_lock(path: str, ready: multiprocessing.synchronize.Event) -> None:
+    """Take the room's lock and hold it until this process is killed."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     fcntl.flock(fd, fcntl.LOCK_EX)
     ready.set()
-    time.sleep(seconds)
+    while True:
+        signal.pause()
 
 
 def test_a_lock_held_for_ever_delays_a_start_only_by_the_deadline(
@@ -177,7 +180,7 @@ def test_a_lock_held_for_ever_delays_a_start_only_by_the_deadline(
 ) -> None:
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
-    holder = context.Process(target=_hold_lock, args=(str(room.path), ready, 600))
+    holder = context.Process(target=_hold_lock, args=(str(room.path), ready))
     holder.start()
     try:
         assert ready.wait(60)

@@ -11,9 +11,12 @@ destination is still untouched, with its DMA in flight, when it is faulted in.
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import gc
+import logging
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from support import wait_until
 from test_host_memory import mapping_of
 
 from gpudask_jupyter import config
@@ -62,12 +66,20 @@ class FakeEvent:
 
 
 class FakeBackend:
-    def __init__(self, fail_only: int | None = None, delay: float = 0) -> None:
+    def __init__(
+        self, fail_only: int | None = None, delay: float = 0, interrupt_at: int | None = None
+    ) -> None:
         self.pinned: dict[int, Any] = {}
         self.streams: list[FakeStream] = []
         self.copies = 0
         self.fail_only = fail_only  # only this copy (1-based) fails
         self.delay = delay
+        # at this copy (1-based), once the main thread waits for the copy threads, SIGALRM goes
+        # to it: this copy and the later ones wait until the test's handler has run
+        # (``handled``), so that the signal lands in the transfer's wait while the copy is under
+        # way, however slowly each thread comes to it
+        self.interrupt_at = interrupt_at
+        self.handled = threading.Event()
         self.busy = 0  # threads inside copy_async now
         self._lock = threading.Lock()
 
@@ -104,11 +116,27 @@ class FakeBackend:
             if self.copies == self.fail_only:
                 raise RuntimeError("cudaErrorLaunchFailure: unspecified launch failure")
             self.busy += 1
+            copy = self.copies
+        if self.interrupt_at is not None and copy >= self.interrupt_at:
+            if copy == self.interrupt_at:
+                wait_until(_main_thread_waits, 60, "the main thread to wait for the copy")
+                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGALRM)
+            assert self.handled.wait(60), "the main thread did not handle SIGALRM"
         if self.delay:
-            time.sleep(self.delay)
+            time.sleep(self.delay)  # a copy that takes a while to queue
         stream.queue.append(lambda: ctypes.memmove(dst, src, size))
         with self._lock:
             self.busy -= 1
+
+
+def _main_thread_waits() -> bool:
+    """Whether the main thread is in the transfer's wait for its copy threads."""
+    frame = sys._current_frames().get(threading.main_thread().ident or 0)
+    while frame is not None:
+        if frame.f_code is concurrent.futures.wait.__code__:
+            return True
+        frame = frame.f_back
+    return False
 
 
 SIZES = [5 * MiB + 17, 1, 3 * MiB, 0, 2 * MiB - 5, 7 * MiB + 4093]
@@ -283,6 +311,21 @@ def test_close_frees_every_pinned_buffer_and_thread() -> None:
 PIECES = sum(-(-n // MiB) for n in SIZES)  # 1 MiB pieces in the fixture's layout
 
 
+def _threads_at_work() -> list[str]:
+    """The copy threads inside a transfer's work now (the stager's threads outlive a
+    transfer, waiting for the next one)."""
+    frames = sys._current_frames()
+    found = []
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident or 0)
+        while frame is not None:
+            if frame.f_code is PinnedStager._work.__code__:
+                found.append(thread.name)
+                break
+            frame = frame.f_back
+    return found
+
+
 def test_one_failing_copy_stops_every_thread_and_leaves_the_stager_usable() -> None:
     backend = FakeBackend(fail_only=3)
     pinned = PinnedStager(4 * MiB, 2, backend=backend)
@@ -302,29 +345,29 @@ def test_one_failing_copy_stops_every_thread_and_leaves_the_stager_usable() -> N
 
 
 def test_an_interrupted_wait_stops_the_copy_before_it_returns() -> None:
-    backend = FakeBackend(delay=0.01)
+    backend = FakeBackend(delay=0.01, interrupt_at=2)
     pinned = PinnedStager(4 * MiB, 2, backend=backend)
 
     def interrupt(signum: int, frame: Any) -> None:
+        backend.handled.set()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGALRM, interrupt)
     try:
         hosts = _arrays(7)
         devices = [np.zeros_like(h) for h in hosts]
-        signal.setitimer(signal.ITIMER_REAL, 0.03)
         with pytest.raises(KeyboardInterrupt):
             pinned.copy(_segments(hosts, devices), to_device=True, device=0)
         assert backend.busy == 0 and backend.in_flight() == 0  # every thread had stopped
         copies = backend.copies
         assert 0 < copies < PIECES  # it was cut short...
-        time.sleep(0.1)
-        assert backend.copies == copies  # ...and no thread goes on once the error is raised
-        assert backend.in_flight() == 0
+        assert _threads_at_work() == []  # ...and no thread goes on once the error is raised
+        assert backend.copies == copies
+        backend.interrupt_at = None
         pinned.copy(_segments(hosts, devices), to_device=True, device=0)  # the lock is free
         _assert_equal(devices, hosts)
+        assert backend.copies == copies + PIECES  # the last transfer's copies, and no others
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         pinned.close()
 
@@ -333,7 +376,7 @@ def test_a_close_from_a_signal_handler_inside_a_transfer_never_hangs() -> None:
     """SIGTERM's handler closes the stager while the main thread is inside a transfer, which
     holds the stager's lock: the close returns at once, the transfer fails instead of handing
     back half-copied data, and nothing is left in flight."""
-    backend = FakeBackend(delay=0.01)
+    backend = FakeBackend(delay=0.01, interrupt_at=2)
     pinned = PinnedStager(4 * MiB, 2, backend=backend)
     took: list[float] = []
 
@@ -341,42 +384,52 @@ def test_a_close_from_a_signal_handler_inside_a_transfer_never_hangs() -> None:
         started = time.monotonic()
         pinned.close()
         took.append(time.monotonic() - started)
+        backend.handled.set()
 
     previous = signal.signal(signal.SIGALRM, terminate)
     try:
         hosts = _arrays(8)
         devices = [np.zeros_like(h) for h in hosts]
-        signal.setitimer(signal.ITIMER_REAL, 0.03)
         with pytest.raises(RuntimeError, match="shutting down"):
             pinned.copy(_segments(hosts, devices), to_device=True, device=0)
-        assert took and took[0] < 0.5
+        # a close that waited for the lock its own thread's transfer holds would wait out its
+        # whole timeout (CLOSE_WAIT, 5 s); one that only cuts the transfer short takes
+        # microseconds: half the timeout tells them apart however loaded the machine
+        assert took and took[0] < staging.CLOSE_WAIT / 2, took
         assert backend.busy == 0 and backend.in_flight() == 0
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     pinned.close()  # outside a transfer: frees everything
     assert backend.pinned == {}
 
 
-def test_a_close_waits_for_another_threads_transfer_at_most_its_timeout() -> None:
+def test_a_close_waits_for_another_threads_transfer_at_most_its_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger=staging.__name__)
     backend = FakeBackend(delay=0.05)
     pinned = PinnedStager(4 * MiB, 2, backend=backend)
     hosts = _arrays(9)
     devices = [np.zeros_like(h) for h in hosts]
-    inside = threading.Event()
+    inside, release = threading.Event(), threading.Event()
 
     def body() -> None:
         with pinned.transfer(_segments(hosts, devices), True, 0):
             inside.set()
-            time.sleep(1.0)
+            release.wait(60)  # the transfer lasts until the test ends it
 
     worker = threading.Thread(target=body)
     worker.start()
-    inside.wait(5)
-    started = time.monotonic()
+    assert inside.wait(60)
     pinned.close(timeout=0.2)
-    assert time.monotonic() - started < 0.6
-    worker.join(10)
+    # it gave up while the transfer still ran (a close that waited for the transfer would not
+    # have returned before the test ended it), and left the buffers to it
+    assert worker.is_alive()
+    assert "a pinned transfer still runs" in caplog.text
+    assert backend.pinned
+    release.set()
+    worker.join(60)
+    assert not worker.is_alive()
     pinned.close()
     assert backend.pinned == {}
 
@@ -540,10 +593,11 @@ def test_a_failing_fault_in_stops_every_thread_and_leaves_the_stager_usable() ->
 
 
 def test_an_interrupted_copy_device_to_host_stops_before_it_returns() -> None:
-    backend = FakeBackend(delay=0.01)
+    backend = FakeBackend(delay=0.01, interrupt_at=2)
     pinned = PinnedStager(4 * MiB, 2, backend=backend, prefault=Ahead(backend))
 
     def interrupt(signum: int, frame: Any) -> None:
+        backend.handled.set()
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGALRM, interrupt)
@@ -551,40 +605,47 @@ def test_an_interrupted_copy_device_to_host_stops_before_it_returns() -> None:
         devices = _arrays(11, low=1)
         with host_memory.using(pages="huge", min_bytes=1):
             hosts = [host_memory.empty(d.shape, d.dtype) for d in devices]
-        signal.setitimer(signal.ITIMER_REAL, 0.03)
         with pytest.raises(KeyboardInterrupt):
             pinned.copy(_segments(hosts, devices), to_device=False, device=0)
         assert backend.busy == 0 and backend.in_flight() == 0
         copies = backend.copies
         assert 0 < copies < PIECES
         written = [h.copy() for h in hosts]
-        time.sleep(0.1)
-        assert backend.copies == copies  # no thread goes on copying...
+        assert _threads_at_work() == []  # no thread goes on copying...
+        assert backend.copies == copies
         _assert_equal(hosts, written)  # ...nor writing into the destinations
+        backend.interrupt_at = None
         pinned.copy(_segments(hosts, devices), to_device=False, device=0)
         _assert_equal(hosts, devices)
+        assert backend.copies == copies + PIECES  # the last transfer's copies, and no others
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         pinned.close()
 
 
 def test_a_busy_host_gets_fewer_copy_threads_and_the_same_bytes() -> None:
     class Counting(FakeBackend):
-        """Each copy waits (at most 2 s) until ``expect`` threads have copied: every thread that
-        may copy gets a piece however busy this host is, and one more would show."""
+        """Each copy waits until ``expect`` threads have copied (a minute at most from a
+        transfer's first copy): every thread that may copy gets a piece however busy this host
+        is, and one more would show."""
 
         def __init__(self) -> None:
             super().__init__()
             self.threads: set[str] = set()
             self.expect = 2
+            self.until: float | None = None  # the end of the wait, from the first copy
             self.arrived = threading.Condition()
 
         def copy_async(self, dst: int, src: int, size: int, to_device: bool, stream: Any) -> None:
             with self.arrived:
+                if self.until is None:
+                    self.until = time.monotonic() + 60
                 self.threads.add(threading.current_thread().name)
                 self.arrived.notify_all()
-                self.arrived.wait_for(lambda: len(self.threads) >= self.expect, timeout=2)
+                self.arrived.wait_for(
+                    lambda: len(self.threads) >= self.expect,
+                    timeout=max(0.0, self.until - time.monotonic()),
+                )
             super().copy_async(dst, src, size, to_device, stream)
 
     asked: list[int] = []
@@ -602,7 +663,7 @@ def test_a_busy_host_gets_fewer_copy_threads_and_the_same_bytes() -> None:
         _assert_equal(devices, hosts)
         assert asked == [6] and len(backend.threads) == 2
         backend.threads.clear()
-        backend.expect = 6
+        backend.expect, backend.until = 6, None
         everyone = PinnedStager(12 * MiB, 6, backend=backend)  # no load given: all six
         everyone.copy(_segments(hosts, devices), to_device=True, device=0)
         assert len(backend.threads) == 6

@@ -11,7 +11,8 @@ import time
 from typing import Any
 
 import pytest
-from test_kernel_lifecycle import run
+from support import printed, read_iopub
+from support import run_cell as run
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
 
@@ -29,13 +30,9 @@ def _start_big(kc: Any) -> str:
     A fixed sleep let the interrupt land while ``np.ones`` was still writing 6 GiB on a slow
     host, where the right answer (no ``big`` at all) is not what the test is about."""
     msg_id: str = kc.execute(BIG)
-    while True:
-        msg = kc.get_iopub_msg(timeout=60)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream" and "MADE" in msg["content"]["text"]:
-            time.sleep(0.05)  # into the transfer
-            return msg_id
+    read_iopub(kc, printed(msg_id, "MADE"), 120, "the array to be made")
+    time.sleep(0.05)  # into the transfer
+    return msg_id
 
 
 def _wait_transfer(kc: Any) -> None:
