@@ -670,3 +670,35 @@ def test_a_busy_host_gets_fewer_copy_threads_and_the_same_bytes() -> None:
         everyone.close()
     finally:
         pinned.close()
+
+
+def test_a_ctrl_c_while_a_copy_thread_starts_stops_every_thread_before_it_is_raised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C (SIGINT, as Jupyter sends it) landing inside the pool's ``submit``, just as it
+    started a copy thread: that thread's future was lost, and the interrupt was raised while
+    the thread still copied. It is held until every thread is known, then raised once each has
+    stopped."""
+    backend = FakeBackend(delay=0.01)
+    pinned = PinnedStager(4 * MiB, 2, backend=backend)
+    real = pinned._pool.submit
+    pressed: list[bool] = []
+
+    def submit(*args: Any, **kwargs: Any) -> Any:
+        future = real(*args, **kwargs)
+        if not pressed:
+            pressed.append(True)
+            signal.raise_signal(signal.SIGINT)  # handled here, on the main thread
+        return future
+
+    monkeypatch.setattr(pinned._pool, "submit", submit)
+    try:
+        hosts = _arrays(7)
+        devices = [np.zeros_like(h) for h in hosts]
+        with pytest.raises(KeyboardInterrupt):
+            pinned.copy(_segments(hosts, devices), to_device=True, device=0)
+        assert pressed == [True]
+        assert backend.busy == 0 and backend.in_flight() == 0  # every thread had stopped
+        assert _threads_at_work() == []
+    finally:
+        pinned.close()

@@ -32,6 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Literal
 
 from ... import config, lifecycle
+from ...lifecycle import interrupts
 from . import host_memory, ring, thread_count
 from .cuda_backend import Backend, CupyBackend
 from .ring import PieceQueue, Segment, piece_size
@@ -180,15 +181,21 @@ class PinnedStager:
         futures: list[Future[None]] = []
         active = max(1, min(self.threads, self._threads_now(self.threads, to_device)))
         self.last_threads = active
-        try:
-            for t in range(min(active, pieces.count)):
-                futures.append(self._pool.submit(self._work, t, pieces, to_device, device))
-            yield
-            wait(futures)
-        except BaseException:
-            pieces.cancel()
-            _wait_through_interrupts(futures)
-            raise
+        with interrupts.InterruptGuard() as guard:
+            try:
+                # a Ctrl-C inside submit (the pool starting a copy thread) lost that thread's
+                # future: the copy ran on after the interrupt was raised; held, it is raised
+                # once every thread is known, and each is waited for
+                with guard.held():
+                    for t in range(min(active, pieces.count)):
+                        futures.append(self._pool.submit(self._work, t, pieces, to_device, device))
+                guard.checkpoint()
+                yield
+                wait(futures)
+            except BaseException:
+                pieces.cancel()
+                _wait_through_interrupts(futures)
+                raise
         if self.adapts:
             thread_count.transfer_done()
         for future in futures:
