@@ -2,7 +2,7 @@
 
 Each module of :data:`SOURCES` is the one description of what it holds; the view's
 ``*.generated.ts`` file beside it is this script's output, committed, and
-``tests/test_schema.py`` fails when a committed file differs from what the script writes now.
+``tests/cpu/test_schema.py`` fails when a committed file differs from what the script writes now.
 Run it after changing a schema module (or the interval/history options):
 
     python scripts/generate_ts.py
@@ -42,7 +42,7 @@ def _header(module: str) -> str:
     return f"""\
 /**
  * Generated from {path} by scripts/generate_ts.py: do not edit
- * (tests/test_schema.py checks it).
+ * (tests/cpu/test_schema.py checks it).
  */
 """
 

@@ -12,7 +12,7 @@ light and the dark background: WCAG AA for graphics), it is not near a fixed col
 (transfer, spill, deserialise, error) and it is not greyish (chroma at least
 :data:`MIN_CHROMA`). The candidates are the sRGB colours of a grid of :data:`STEP`.
 
-    python scripts/palette.py      # prints PALETTE; tests/test_palette.py checks it is current
+    python scripts/palette.py      # prints PALETTE; tests/cpu/test_palette.py checks it is current
 """
 
 from __future__ import annotations

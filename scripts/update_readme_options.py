@@ -8,7 +8,7 @@ from gpudask_jupyter import config
 
 START = (
     "<!-- options table: generated from gpudask_jupyter/config.py, "
-    "kept equal by tests/test_readme.py -->\n"
+    "kept equal by tests/cpu/test_readme.py -->\n"
 )
 END = "<!-- end of options table -->"
 

@@ -2,5 +2,5 @@
 
 :mod:`.frame` is the Frame the monitor sends to both views. ``scripts/generate_ts.py`` writes the
 TypeScript (``labextension/src/view/*.generated.ts``) from these modules, and
-``tests/test_schema.py`` fails when the committed files differ from what it writes.
+``tests/cpu/test_schema.py`` fails when the committed files differ from what it writes.
 """

@@ -12,7 +12,7 @@ incompatible change; the view refuses frames of another version with a message.
 
 This module is the one description of the Frame: ``scripts/generate_ts.py`` writes the
 TypeScript types and constants from it (``labextension/src/view/frame.generated.ts``), and
-``tests/test_schema.py`` fails when that file is not what the script would write. The
+``tests/cpu/test_schema.py`` fails when that file is not what the script would write. The
 docstrings under the fields become the TypeScript comments.
 """
 
@@ -161,7 +161,7 @@ PALETTE: list[str] = [
 of GPUs (the n-th GPU of a view), made by ``scripts/palette.py``: each seen on both JupyterLab
 themes (3:1 contrast), none greyish or near a fixed action colour, every first n as far apart as
 such colours can be, so that a pipeline of up to 20 prefixes shows no colour twice. Dask's own
-per-prefix colours (Viridis) do not meet the contrast at either end. ``tests/test_palette.py``
+per-prefix colours (Viridis) do not meet the contrast at either end. ``tests/cpu/test_palette.py``
 measures these with a colour library and checks the list is the script's."""
 
 Action = Literal["compute", "transfer", "disk-read", "disk-write", "deserialize"]

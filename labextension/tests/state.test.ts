@@ -19,7 +19,7 @@ import {
 } from '../src/view/frame';
 import { T0, device, frame, gpuSample, task, worker } from './fixtures';
 
-// The types and constants come from frame.generated.ts, which tests/test_schema.py keeps
+// The types and constants come from frame.generated.ts, which tests/cpu/test_schema.py keeps
 // equal to what frame.py says: these tests check what the view builds on them.
 describe('frame schema', () => {
   it('indexes sample values by field name', () => {

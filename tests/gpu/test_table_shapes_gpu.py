@@ -1,5 +1,5 @@
 """Any table pandas or NumPy can hold crosses to the GPU and comes back as cuDF and CuPy make
-it, or is refused up front in one sentence: the property tests of tests/test_table_shapes.py,
+it, or is refused up front in one sentence: the property tests of tests/cpu/test_table_shapes.py,
 with cuDF and CuPy themselves as the reference.
 
 For each drawn frame, series or array:
@@ -25,8 +25,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from support import held_keys
-from tables import Table, tables
-from test_table_shapes import (
+from table_cases import (
     BIG_ENDIAN,
     LISTS,
     MIXED,
@@ -36,6 +35,7 @@ from test_table_shapes import (
     assert_same,
     native,
 )
+from tables import Table, tables
 
 from gpudask_jupyter.convert import to_cpu, to_gpu
 from gpudask_jupyter.errors import ConversionError

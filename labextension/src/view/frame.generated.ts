@@ -1,6 +1,6 @@
 /**
  * Generated from gpudask_jupyter/schema/frame.py by scripts/generate_ts.py: do not edit
- * (tests/test_schema.py checks it).
+ * (tests/cpu/test_schema.py checks it).
  */
 
 /** Frames of another version are refused by the view, with a message. */
@@ -31,7 +31,7 @@ export const WORKER_COUNTS = {
  * GPUs (the n-th GPU of a view), made by `scripts/palette.py`: each seen on both JupyterLab themes
  * (3:1 contrast), none greyish or near a fixed action colour, every first n as far apart as such
  * colours can be, so that a pipeline of up to 20 prefixes shows no colour twice. Dask's own
- * per-prefix colours (Viridis) do not meet the contrast at either end. `tests/test_palette.py`
+ * per-prefix colours (Viridis) do not meet the contrast at either end. `tests/cpu/test_palette.py`
  * measures these with a colour library and checks the list is the script's.
  */
 export const PALETTE = [

@@ -1,6 +1,6 @@
 /**
  * Generated from gpudask_jupyter/schema/protocol.py by scripts/generate_ts.py: do not edit
- * (tests/test_schema.py checks it).
+ * (tests/cpu/test_schema.py checks it).
  */
 
 import type { Frame } from './frame.generated';

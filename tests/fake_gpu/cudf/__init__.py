@@ -1,6 +1,6 @@
 """A stand-in for cuDF on machines without a GPU: the column internals the fast paths of
 ``gpudask_jupyter.compat.cudf`` call, over host arrays where cuDF has device memory, at a release
-this package was never checked on. Only tests/test_cudf_capabilities.py puts it on ``sys.path``
+this package was never checked on. Only tests/cpu/test_cudf_capabilities.py puts it on ``sys.path``
 (each test alone, and takes it off again); the GPU tier runs the real one."""
 
 from typing import Any

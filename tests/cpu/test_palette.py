@@ -15,7 +15,7 @@ coloraide = pytest.importorskip("coloraide")
 Color = coloraide.Color
 
 _spec = importlib.util.spec_from_file_location(
-    "palette_script", Path(__file__).resolve().parents[1] / "scripts" / "palette.py"
+    "palette_script", Path(__file__).resolve().parents[2] / "scripts" / "palette.py"
 )
 assert _spec is not None and _spec.loader is not None
 palette_script = importlib.util.module_from_spec(_spec)

@@ -17,7 +17,7 @@ import pytest
 from gpudask_jupyter import compat
 from gpudask_jupyter.compat.releases import Checked, release
 
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 CHECKED = [
     Checked(*importlib.import_module(f"gpudask_jupyter.compat.{m}").CHECKED) for m in compat.MODULES
 ]

@@ -19,7 +19,7 @@ import pytest
 from gpudask_jupyter.convert import find, register, unregister
 from gpudask_jupyter.convert.converter import Converter
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEXT = (ROOT / "CONTRIBUTING.md").read_text()
 #: what a recipe asks the reader to create: it cannot exist yet
 NEW_FILES = {"gpudask_jupyter/convert/polars.py"}

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARK = Path(__file__).parents[1] / "benchmarks" / "transfer.py"
+BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "transfer.py"
 RATE = r"\d+(\.\d+)? \(\d+(\.\d+)?–\d+(\.\d+)?\)"
 
 

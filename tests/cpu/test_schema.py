@@ -19,7 +19,7 @@ from gpudask_jupyter.monitor.callers import ClientCaller
 from gpudask_jupyter.monitor.trackers import ClusterTracker, Source
 from gpudask_jupyter.schema import frame, protocol
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _generator() -> ModuleType:

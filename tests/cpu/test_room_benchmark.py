@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARK = Path(__file__).parents[1] / "benchmarks" / "room.py"
+BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "room.py"
 
 
 @pytest.mark.timeout(900)

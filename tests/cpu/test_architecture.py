@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "gpudask_jupyter"
+PACKAGE = Path(__file__).resolve().parents[2] / "gpudask_jupyter"
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 #: the only modules outside a folder: what every folder uses

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from support import free_port, measured
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -24,7 +24,7 @@ from gpudask_jupyter.compat import cudf as compat_cudf
 from gpudask_jupyter.convert import arrow_columns
 from gpudask_jupyter.convert.distribute import coded_columns, device_blocks, device_packing
 
-FAKE = Path(__file__).parent / "fake_gpu"
+FAKE = Path(__file__).parents[1] / "fake_gpu"
 LOGGER = compat_cudf.log.name
 COLUMN = "pylibcudf.Column(data_type, size, data, mask, null_count, offset, children)"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from gpudask_jupyter import config
 from gpudask_jupyter.magics.parsers import SUBCOMMANDS
 
-README = (Path(__file__).parents[1] / "README.md").read_text()
+README = (Path(__file__).parents[2] / "README.md").read_text()
 
 
 def test_options_table_is_generated_from_config() -> None:
@@ -29,7 +29,7 @@ def test_every_start_flag_is_documented() -> None:
 
 
 def test_two_setup_commands_exist() -> None:
-    root = Path(__file__).parents[1]
+    root = Path(__file__).parents[2]
     for script in ("scripts/lab.sh", "scripts/test.sh"):
         assert f"./{script}" in README
         assert (root / script).stat().st_mode & 0o111

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 BUILT = ROOT / "gpudask_jupyter" / "labextension" / "package.json"
 
 pytestmark = [

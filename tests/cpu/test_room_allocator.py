@@ -19,7 +19,7 @@ from gpudask_jupyter.cluster.room import leases
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.machine import processes
 
-FAKE = str(Path(__file__).parent / "fake_gpu")
+FAKE = str(Path(__file__).parents[1] / "fake_gpu")
 MiB = 2**20
 
 

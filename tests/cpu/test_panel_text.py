@@ -155,7 +155,7 @@ def test_the_text_snapshot_shows_the_room_as_the_viewer_may_see_it() -> None:
     import json
     from pathlib import Path
 
-    recorded = json.loads((Path(__file__).parent / "fixtures" / "frames_cpu.json").read_text())
+    recorded = json.loads((Path(__file__).parents[1] / "fixtures" / "frames_cpu.json").read_text())
     frame = dict(recorded["frames"][0])
     holder = {
         "who": "you",
