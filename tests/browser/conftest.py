@@ -93,7 +93,8 @@ def _serve(
         PATH=path,
         JUPYTER_PATH=str(base / "data"),
         # the views are tested with a dashboard to link to, whoever else has an account here
-        # (the shared-machine default, no dashboard, is tested in tests/cpu/test_cluster_security.py)
+        # (the shared-machine default, no dashboard, is tested in
+        # tests/cpu/test_cluster_security.py)
         DASK_GPUDASK__SHARED_MACHINE="false",
     )
     env.update(extra_env or {})
