@@ -26,6 +26,7 @@ from lab_support import (
     shot,
     sidebar_width,
 )
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.machine import processes
@@ -151,10 +152,22 @@ def _room_shot(page: Any, scope: str, name: str) -> None:
 
 
 def _open_sidebar(page: Any) -> None:
-    page.wait_for_selector(f'.lm-TabBar-tab[data-id="{SIDEBAR[1:]}"]', timeout=60_000)
-    if not page.locator(f"{SIDEBAR} .gpudask-view").is_visible():
-        page.locator(f'.lm-TabBar-tab[data-id="{SIDEBAR[1:]}"]').click()
-    page.wait_for_selector(f"{SIDEBAR} .gpudask-view", timeout=30_000)
+    """Open the sidebar unless it is open: its tab clicked when it is not the current one, and
+    clicked again where a page still starting let the click go (a new notebook's page)."""
+    tab = page.locator(f'.lm-TabBar-tab[data-id="{SIDEBAR[1:]}"]')
+    view = page.locator(f"{SIDEBAR} .gpudask-view")
+    tab.wait_for(timeout=60_000)
+    for _ in range(3):
+        if view.is_visible():
+            return
+        if "lm-mod-current" not in (tab.get_attribute("class") or ""):
+            tab.click()
+        try:
+            view.wait_for(state="visible", timeout=10_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    view.wait_for(state="visible", timeout=10_000)
 
 
 def _in_the_sidebar(page: Any, theme: str) -> None:
