@@ -177,12 +177,7 @@ class Holder:
         whether its hold is above the level on one of them (:func:`.shares.above_level`)."""
         leases = self.room().leases()
         memory = measure.read(room_devices())
-        out = {}
-        for share in lease.gpus:
-            one = Lease(**{**vars(lease), "gpus": [share]})
-            out[share.uuid] = shares.cap_of(one, leases, memory, own_held)
-        above = shares.above_level(lease, leases, memory, own_held, margin=HELD_CHANGE)
-        return out, above
+        return shares.standing(lease, leases, memory, own_held, margin=HELD_CHANGE)
 
     def current_share(self) -> int | None:
         """This kernel's share now (None: it holds no lease)."""

@@ -102,23 +102,41 @@ def held_on(
     return measure.attribute(gpu, present, own, own_held)
 
 
+def standing(
+    lease: Lease,
+    leases: Sequence[Lease],
+    memory: Mapping[str, measure.GpuMemory],
+    own_held: int = 0,
+    margin: int = 0,
+) -> tuple[dict[str, int], bool]:
+    """``lease``'s elastic cap now on each of its GPUs, by uuid (on a GPU this process cannot
+    see, what the holder last found), computed by the lease's own holder (which may count
+    ``own_held``, its kernel's own figure); and whether it holds more than ``margin`` above the
+    level on one of them: there its own hold, not an equal part, makes its cap, and keeps the
+    others below one. What is held is measured once per GPU for both."""
+    found: dict[str, int] = {}
+    above = False
+    for share in lease.gpus:
+        gpu = memory.get(share.uuid)
+        if gpu is None:
+            found[share.uuid] = share.share
+            continue
+        held = held_on(share.uuid, leases, memory, lease, own_held)
+        water = level_on(gpu.total, held)
+        mine = held.holders[lease.key]
+        found[share.uuid] = max(mine, water)
+        above = above or mine > water + margin
+    return found, above
+
+
 def cap_of(
     lease: Lease,
     leases: Sequence[Lease],
     memory: Mapping[str, measure.GpuMemory],
     own_held: int = 0,
 ) -> int:
-    """``lease``'s elastic cap now on the GPU of its lease where it is least, computed by the
-    lease's own holder (which may count ``own_held``, its kernel's own figure)."""
-    found = []
-    for share in lease.gpus:
-        gpu = memory.get(share.uuid)
-        if gpu is None:  # a GPU this process cannot see: what the holder last found
-            found.append(share.share)
-            continue
-        held = held_on(share.uuid, leases, memory, lease, own_held)
-        found.append(caps(gpu.total, held)[lease.key])
-    return min(found)
+    """``lease``'s elastic cap now on the GPU of its lease where it is least (:func:`standing`)."""
+    return min(standing(lease, leases, memory, own_held)[0].values())
 
 
 def above_level(
@@ -128,16 +146,9 @@ def above_level(
     own_held: int = 0,
     margin: int = 0,
 ) -> bool:
-    """Whether ``lease``'s holder holds more than ``margin`` above the level on one of its GPUs:
-    there its own hold, not an equal part, makes its cap, and keeps the others below one."""
-    for share in lease.gpus:
-        gpu = memory.get(share.uuid)
-        if gpu is None:
-            continue
-        held = held_on(share.uuid, leases, memory, lease, own_held)
-        if held.holders[lease.key] > level_on(gpu.total, held) + margin:
-            return True
-    return False
+    """Whether ``lease``'s holder holds more than ``margin`` above the level on one of its GPUs
+    (:func:`standing`)."""
+    return standing(lease, leases, memory, own_held, margin)[1]
 
 
 def choose_elastic(
