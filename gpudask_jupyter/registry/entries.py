@@ -340,24 +340,24 @@ def _prune_loose_tls(folder: Path) -> None:
 def _prune_stop_notes(folder: Path) -> None:
     """This user's notes of a stop whose kernel has ended."""
     for note in folder.glob(f"{ENTRY_PREFIX}*{STOPPED_SUFFIX}"):
-        try:
-            data, info = small_files.read_regular(note, MAX_ENTRY_BYTES, follow=False)
-            raw = json.loads(data)
-            pid, started = raw["pid"], raw["started"]
-        except (OSError, ValueError, KeyError, TypeError, RecursionError):
-            log.debug("not pruning %s: not a stop note", note, exc_info=True)
-            continue
-        if not is_private(info) or not isinstance(pid, int) or not isinstance(started, int):
-            continue
-        if not same_process(pid, started):
+        writer = _writer(note)
+        if writer is None:
+            log.debug("not pruning %s: not a stop note of this user", note)
+        elif not same_process(*writer):
             with contextlib.suppress(FileNotFoundError):
                 note.unlink()
 
 
 def _tls_owner(tls: Path) -> tuple[int, int] | None:
     """(pid, start time) of the process that wrote a TLS folder, None where it does not say."""
+    return _writer(tls / OWNER)
+
+
+def _writer(path: Path) -> tuple[int, int] | None:
+    """(pid, start time) of the process a private file of this user names as its writer (a TLS
+    folder's owner, a stop's note), None where it names none."""
     try:
-        data, info = small_files.read_regular(tls / OWNER, MAX_ENTRY_BYTES, follow=False)
+        data, info = small_files.read_regular(path, MAX_ENTRY_BYTES, follow=False)
         raw = json.loads(data)
         pid, started = raw["pid"], raw["started"]
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
