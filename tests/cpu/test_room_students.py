@@ -21,7 +21,6 @@ import os
 import shutil
 import stat
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import pytest
 from local_user import as_student, users
 from support import run_cell as run
+from support import wait_until
 
 from gpudask_jupyter import registry
 from gpudask_jupyter.cluster.room import leases
@@ -163,15 +163,12 @@ def test_the_newest_holder_leaving_leaves_shares_of_what_is_free(
 def _asked_to_give_back(room: Path, pid: int) -> int:
     """How often the kernel ``pid`` asked its processes to give back cached memory, as its lease
     says; waits (deadline far above its one-second look) until it asked at least once."""
-    end = time.monotonic() + 60
-    asked = 0
-    while time.monotonic() < end:
+
+    def asked() -> int:
         own = [lease for lease in RoomDir(room).leases() if lease.pid == pid]
-        asked = own[0].give_back if own else 0
-        if asked:
-            break
-        time.sleep(0.1)
-    return asked
+        return own[0].give_back if own else 0
+
+    return wait_until(asked, 60, f"kernel {pid} to ask for cached memory back")
 
 
 def test_a_holder_above_an_equal_part_gives_back_what_its_pools_keep(
