@@ -14,6 +14,10 @@ then types); the anchor is the later starts of the same processes.
 
     python benchmarks/cluster_start.py [--repeat 5] [--cpu-workers 2] [--cpu | --no-cpu] [--fresh 5]
         [--compare-ahead]
+    python benchmarks/cluster_start.py --baseline-tree DIR [--cpu] [--fresh 5]
+
+``--baseline-tree`` measures first starts alone, in turn with the package in ``DIR`` (another
+version's checkout): what a change does to the first start, as our median over the baseline's.
 
 With GPUs it compares against ``LocalCUDACluster`` + ``Client``; on the CPU (or with ``--cpu``)
 against ``LocalCluster`` + ``Client``. Same host, dashboard and worker count on every side (the
@@ -30,6 +34,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 def _ours(shell: object, line: str) -> Callable[[], float]:
@@ -107,6 +112,12 @@ def measure(label: str, paths: dict[str, Callable[[], float]], repeat: int) -> l
     return rows
 
 
+def _has_gpu() -> bool:
+    from gpudask_jupyter.machine import nvml
+
+    return any(not d.is_mig for d in nvml.devices())
+
+
 def _fresh_process(line: str, cpu: bool, wait: bool, later: int, ahead: bool = True) -> None:
     """In this new process: load the extension in a cell, start (at once or once the background
     imports are done), then ``later`` more starts; print the times as JSON."""
@@ -133,24 +144,37 @@ def _fresh_process(line: str, cpu: bool, wait: bool, later: int, ahead: bool = T
     print(json.dumps({"first": times[0], "later": times[1:], "imports": prewarm.this_kernel.took}))
 
 
+def _fresh_env(tree: str | None = None) -> dict[str, str]:
+    """A fresh kernel's environment: without what this process's clusters set in its own
+    (dask-cuda's variable for RAPIDS); with ``tree`` first on the module path."""
+    from gpudask_jupyter.cluster.connect import GPU_CLUSTER_ENVIRON
+
+    env = {k: v for k, v in os.environ.items() if k not in GPU_CLUSTER_ENVIRON}
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))
+    return env
+
+
+def _first(line: str, cpu: bool, wait: bool, later: int, ahead: bool, env: dict[str, str]) -> Any:
+    """One fresh process's first and later starts (:func:`_fresh_process`)."""
+    command = [sys.executable, __file__, "--_fresh", line, "--later", str(later)]
+    command += ["--cpu"] * cpu + ["--_wait"] * wait + ["--_no-ahead"] * (not ahead)
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def measure_first(
     label: str, line: str, cpu: bool, n: int, later: int, ahead: bool = True
 ) -> list[str]:
     """Rows for the first start of ``n`` fresh processes per way, against their later starts.
-    Each starts with a fresh kernel's environment: without what this process's clusters set in
-    its own (dask-cuda's variable for RAPIDS). ``ahead``: the ``launch-ahead`` option."""
-    from gpudask_jupyter.cluster.connect import GPU_CLUSTER_ENVIRON
-
-    env = {k: v for k, v in os.environ.items() if k not in GPU_CLUSTER_ENVIRON}
+    Each starts with a fresh kernel's environment. ``ahead``: the ``launch-ahead`` option."""
+    env = _fresh_env()
     seen: dict[bool, list[float]] = {False: [], True: []}
     later_times: list[float] = []
     imports: list[float] = []
     for _ in range(n):
         for wait in (False, True):
-            command = [sys.executable, __file__, "--_fresh", line, "--later", str(later)]
-            command += ["--cpu"] * cpu + ["--_wait"] * wait + ["--_no-ahead"] * (not ahead)
-            out = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
-            result = json.loads(out.stdout.strip().splitlines()[-1])
+            result = _first(line, cpu, wait, later, ahead, env)
             seen[wait].append(result["first"])
             later_times += result["later"]
             if wait and result["imports"] is not None:
@@ -175,6 +199,30 @@ def measure_first(
     return rows
 
 
+def compare_first(label: str, line: str, cpu: bool, n: int, later: int, tree: str) -> list[str]:
+    """Rows for the first start of ``n`` fresh processes per way with this checkout and with
+    the package in ``tree`` (another version's checkout), taken in turn; the ratio is ours to
+    the baseline's."""
+    envs = {"ours": _fresh_env(), "baseline": _fresh_env(tree)}
+    seen: dict[tuple[str, str], list[float]] = {}
+    for _ in range(n):
+        for wait in (False, True):
+            for side, env in envs.items():
+                result = _first(line, cpu, wait, later, True, env)
+                what = "after the background imports" if wait else "next cell at once"
+                seen.setdefault((f"first start, {what}", side), []).append(result["first"])
+                seen.setdefault(("later start, same process", side), []).extend(result["later"])
+    rows = []
+    for what in dict.fromkeys(path for path, _ in seen):
+        ours, base = seen[(what, "ours")], seen[(what, "baseline")]
+        m, b = statistics.median(ours), statistics.median(base)
+        rows.append(
+            f"| {label} | {what}: this checkout / baseline | {m:.3f} / {b:.3f} "
+            f"| {min(ours):.3f}–{max(ours):.3f} / {min(base):.3f}–{max(base):.3f} | {m / b:.3f} |"
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -191,7 +239,24 @@ def main() -> None:
         action="store_true",
         help="first starts with the launch-ahead option on, then off (what it saves)",
     )
+    parser.add_argument(
+        "--baseline-tree",
+        metavar="DIR",
+        help="only first starts, against the package in DIR (another version's checkout, e.g. "
+        "made by git worktree), measured in turn in the same run",
+    )
     args = parser.parse_args()
+    if args.baseline_tree:
+        gpu = not args.cpu and _has_gpu()
+        line = "start --dashboard-address 127.0.0.1:0"
+        if not gpu:
+            line = f"start --n-workers {args.cpu_workers} --memory-limit 2GB --oversubscribe"
+            line += " --dashboard-address 127.0.0.1:0"
+        label = "GPU" if gpu else f"CPU, {args.cpu_workers} workers"
+        print("| machine | path | median s | min–max s | ratio |\n| --- | --- | --- | --- | --- |")
+        rows = compare_first(label, line, not gpu, args.fresh, args.later, args.baseline_tree)
+        print("\n".join(rows), flush=True)
+        return
     if args._fresh:
         _fresh_process(args._fresh, args.cpu, args._wait, args.later, not args._no_ahead)
         return

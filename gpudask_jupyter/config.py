@@ -155,10 +155,10 @@ OPTIONS: dict[str, Option] = {
             "launch-ahead",
             True,
             _bool,
-            "Launch a start's worker interpreters as it begins, so that their imports overlap "
-            "the kernel's own (a nanny then takes one instead of spawning its worker). Only "
-            "time depends on it: `false` spawns every worker when its nanny asks, as distributed "
-            "does.",
+            "Launch a fork server for the workers as a start begins, so that their imports "
+            "overlap the kernel's own, and fork the workers from it (it stays for the kernel's "
+            "life: a later start forks at once). Only time depends on it: `false` spawns every "
+            "worker when its nanny asks, as distributed does.",
         ),
         Option(
             "startup-timeout",

@@ -20,17 +20,33 @@ from typing import Any, TypeVar
 
 import psutil
 
+from gpudask_jupyter import compat
+
 T = TypeVar("T")
 
 
+#: seconds from Ctrl-C to the interrupted cell's reply. The promise is two seconds (README); an
+#: answer takes a few tenths of a second at most here. The bound leaves room for a loaded 2-core
+#: machine (a full run beside a browser test), and still fails a cell that answers only once the
+#: command it interrupted is over: a command that hangs, or one that waits out its --timeout
+ANSWERED_WITHIN = 5.0
+
+
+#: what a fork server's command line holds (its children, Dask's workers, share it)
+FORK_SERVER = compat.FORK_SERVER_COMMAND
+
+
 def spawned_workers(root: int | None = None) -> list[psutil.Process]:
-    """Descendant processes started by multiprocessing's spawn, or launched ahead for it
-    (Dask worker processes): both carry spawn's marker on their command line."""
+    """Descendant processes started by multiprocessing's spawn (they carry its marker on their
+    command line), or forked from a fork server (children of one): Dask's worker processes.
+    The fork server itself is none of them."""
     parent = psutil.Process(root or os.getpid())
     found = []
     for proc in parent.children(recursive=True):
         with contextlib.suppress(psutil.Error):
-            if "--multiprocessing-fork" in proc.cmdline():
+            line = " ".join(proc.cmdline())
+            forked = FORK_SERVER in line and FORK_SERVER in " ".join(proc.parent().cmdline())
+            if forked or "--multiprocessing-fork" in line:
                 found.append(proc)
     return found
 

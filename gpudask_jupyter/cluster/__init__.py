@@ -9,8 +9,9 @@
 - :mod:`.connect`, :mod:`.handshake`, :mod:`.join`: the library's objects, made and closed within
   deadlines.
 - :mod:`.worker_processes`, :mod:`.worker_setup`, :mod:`.worker_probe`: the worker processes, the
-  preload they run, and the question each is asked (which GPU it has); :mod:`.worker_spawn`:
-  their interpreters, launched ahead so that they import while the kernel does.
+  preload they run, and the question each is asked (which GPU it has); :mod:`.fork_server`:
+  the server they are forked from, which imports while the kernel does (:mod:`.fork_preload`:
+  its first import).
 - :mod:`.tables`, :mod:`.gpu_bindings`: what ``%gpu_cluster`` prints; :mod:`.logs`: where Dask's
   own log lines go instead of the cells.
 

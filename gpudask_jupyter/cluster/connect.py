@@ -19,8 +19,8 @@ from .. import compat, registry
 from ..errors import ClusterError
 from ..machine import nvml
 from ..text.units import format_seconds
-from . import handshake, worker_spawn
-from .options import WORKER_PRELOAD, StartOptions, cluster_keywords, worker_count
+from . import fork_server, handshake
+from .options import WORKER_PRELOAD, StartOptions, cluster_keywords
 from .target import AttachTarget
 
 log = logging.getLogger(__name__)
@@ -29,12 +29,13 @@ log = logging.getLogger(__name__)
 #: scheduler's info pages (worker logs, call stacks), JSON and metrics have no authentication
 #: either, and any local user could read them
 HEALTH_ONLY = ["distributed.http.health"]
-#: what a worker interpreter launched ahead imports: a nanny's worker and its preload
+#: what the workers' fork server imports: a nanny's worker and its preload
 WORKER_MODULES = ("distributed.nanny", WORKER_PRELOAD)
 #: and for a GPU worker, dask-cuda and cuDF (where installed), which a GPU worker imports as it
 #: starts, before it registers (dask-cuda's cuDF plugin): seconds on its path otherwise. Neither
-#: initialises CUDA as it is imported under dask-cuda's variable below, so the GPU a worker is
-#: given afterwards is the one it uses (a GPU test checks this)
+#: initialises CUDA as it is imported under dask-cuda's variable below, so a worker forked from
+#: the server can use CUDA at all (not after a parent's initialisation), and the GPU it is given
+#: afterwards is the one it uses (a GPU test checks both)
 GPU_WORKER_MODULES = (*WORKER_MODULES, "dask_cuda", "cudf")
 #: what dask-cuda's cluster sets in the kernel's environment as it is made (compat's copy)
 GPU_CLUSTER_ENVIRON = compat.CLUSTER_ENVIRON
@@ -68,17 +69,19 @@ def prune_registry() -> None:
 
 @contextlib.contextmanager
 def workers_ahead(
-    opts: StartOptions, devices: list[nvml.Device], environ: dict[str, str]
-) -> Iterator[worker_spawn.Ahead]:
-    """The workers' interpreters of a start, launched as it begins, before this kernel imports
-    distributed: they make their imports while it makes its own (:mod:`.worker_spawn`).
+    devices: list[nvml.Device], environ: dict[str, str]
+) -> Iterator[fork_server.Ahead]:
+    """The fork server of a start's workers, asked for as it begins, before this kernel imports
+    distributed: it makes their imports while the kernel makes its own (:mod:`.fork_server`).
     ``environ``: what the start sets in the kernel's environment before the cluster is made
-    (the cluster class's own is added here). None with the ``launch-ahead`` option off."""
+    (the cluster class's own is added here). Nothing with the ``launch-ahead`` option off."""
     from .. import config
 
+    if not config.get("launch-ahead"):
+        yield fork_server.Ahead()
+        return
     modules, made = (GPU_WORKER_MODULES, GPU_CLUSTER_ENVIRON) if devices else (WORKER_MODULES, {})
-    count = (worker_count(opts, devices) or 0) if config.get("launch-ahead") else 0
-    with worker_spawn.ahead(count, modules, {**made, **environ}) as launched:
+    with fork_server.ahead(modules, {**made, **environ}) as launched:
         yield launched
 
 
@@ -87,12 +90,12 @@ def launch(
     devices: list[nvml.Device],
     security: Any,
     dashboard: str | None,
-    launched: worker_spawn.Ahead,
+    launched: fork_server.Ahead,
     worker_caps: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
     """Start the cluster and its default client, and wait for every worker; close both on any
-    failure, so that a start that fails leaves no process behind. ``launched``: its workers'
-    interpreters (:func:`workers_ahead`), offered to its nannies. ``worker_caps``: dask-cuda's
+    failure, so that a start that fails leaves no process behind. ``launched``: the fork server
+    of its workers (:func:`workers_ahead`), offered to its nannies. ``worker_caps``: dask-cuda's
     keywords that hold the workers within the kernel's share of a shared machine."""
     keywords = cluster_keywords(opts, devices, security, dashboard, worker_caps)
     cluster = client = None
@@ -112,7 +115,9 @@ def launch(
             if closable is not None:
                 close_quietly(closable)
         raise ClusterError(f"The cluster did not start: {type(err).__name__}: {err}") from err
-    log.debug("%d of the workers took an interpreter launched ahead", launched.taken)
+    log.debug(
+        "the workers were %s", "forked from the fork server" if launched.forked else "spawned"
+    )
     return client, cluster
 
 

@@ -80,7 +80,7 @@ def _target(kernel: str) -> Path:
 
 def worker_environ(kernel: str) -> dict[str, str]:
     """What :func:`route` sets in the kernel's environment for the worker processes started
-    after it (known before it runs: worker interpreters launched ahead get it too)."""
+    after it (known before it runs: the workers' fork server is launched with it too)."""
     return {WORKER_LOG: str(_target(kernel))}
 
 

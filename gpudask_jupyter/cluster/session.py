@@ -218,20 +218,28 @@ class ClusterSession:
         opts, access = plan.opts, plan.access
         prune_registry()
         kernel = kernel_id()
-        # first of all: the workers' interpreters import while this kernel does
-        with workers_ahead(opts, plan.devices, logs.worker_environ(kernel)) as launched:
-            logs.route(kernel)  # the scheduler, nannies and workers log to a file, not a cell
-            tls_security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
-            guard = IpyMainGuard()
-            guard.hold()
-            try:
-                client, cluster = launch(
-                    opts, plan.devices, tls_security, access.dashboard, launched, plan.worker_caps
-                )
-            except BaseException:
-                guard.release()
-                registry.remove(kernel)  # the TLS files written for it
-                raise
+        guard = IpyMainGuard()  # before any process is made: the fork server's probe too
+        guard.hold()
+        try:
+            # first of all: the workers' fork server imports while this kernel does
+            with workers_ahead(plan.devices, logs.worker_environ(kernel)) as launched:
+                logs.route(kernel)  # the scheduler, nannies and workers log to a file
+                tls_security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
+                try:
+                    client, cluster = launch(
+                        opts,
+                        plan.devices,
+                        tls_security,
+                        access.dashboard,
+                        launched,
+                        plan.worker_caps,
+                    )
+                except BaseException:
+                    registry.remove(kernel)  # the TLS files written for it
+                    raise
+        except BaseException:
+            guard.release()
+            raise
         session = cls(client, cluster, plan.devices, plan.reason, tls_files, access)
         session.main_guard = guard
         session.room = plan.room

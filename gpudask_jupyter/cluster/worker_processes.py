@@ -5,8 +5,8 @@ Two things the library leaves to its caller:
 * **No process left behind.** ``cluster.close()`` may fail or time out (a scheduler that died, a
   worker that hangs); the worker processes would then outlive the cluster. :class:`WorkerPids`
   remembers each worker process (pid and start time, from the nannies' public ``pid``) whenever
-  the cluster changes, and after the close ends any that is still this process's child and still
-  the same process.
+  the cluster changes, and after the close ends any that still descends from this process and is
+  still the same process.
 * **Workers of an ``.ipy`` script.** Worker processes are started with multiprocessing's *spawn*,
   which re-runs the parent's ``__main__.__file__`` in the child. Under ``ipython script.ipy`` (or
   ``%run script.ipy``) that file is IPython syntax, so every worker dies of a SyntaxError before
@@ -25,7 +25,7 @@ import os
 import sys
 from typing import Any
 
-from ..machine.processes import process_started, same_process
+from ..machine.processes import descends_from, process_started, same_process
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,8 @@ class WorkerPids:
         return list(self._known)
 
     def leftovers(self) -> list[Any]:
-        """The remembered processes still running as children of this process."""
+        """The remembered processes still running as this process's children (or its fork
+        server's: :mod:`.fork_server`)."""
         import psutil
 
         alive = []
@@ -65,7 +66,8 @@ class WorkerPids:
             try:
                 proc = psutil.Process(pid)
                 same = same_process(pid, started)
-                if same and proc.ppid() == os.getpid() and proc.status() != psutil.STATUS_ZOMBIE:
+                mine = descends_from(pid, os.getpid())
+                if same and mine and proc.status() != psutil.STATUS_ZOMBIE:
                     alive.append(proc)
             except psutil.Error:
                 continue

@@ -54,10 +54,13 @@ from .dask_gateway import (
     close_gateway_cluster,
 )
 from .distributed import (
+    PARENT_PID,
     executing_prefixes,
     fail_unrunnable,
     idle_since,
+    keep_forkserver_preload,
     name_nanny,
+    nanny_environ,
     offered_resources,
     open_comm,
     prefix_order,
@@ -66,6 +69,7 @@ from .distributed import (
     run_on_scheduler,
     run_on_workers,
     security_settings,
+    setting_before_import,
     submit_on_scheduler,
     task_group_states,
     task_stream_plugin,
@@ -85,13 +89,17 @@ from .pandas import (
     masked_parts,
 )
 from .python import (
+    FORK_SERVER_COMMAND,
     detach_resource_tracker,
+    launch_fork_server,
 )
 from .releases import MODULES
 
 __all__ = [
     "CLUSTER_ENVIRON",
+    "FORK_SERVER_COMMAND",
     "MODULES",
+    "PARENT_PID",
     "allows_duplicate_labels",
     "as_column",
     "builds_from_plc",
@@ -120,8 +128,11 @@ __all__ = [
     "frame_labels",
     "idle_since",
     "index_from_column",
+    "keep_forkserver_preload",
+    "launch_fork_server",
     "masked_parts",
     "name_nanny",
+    "nanny_environ",
     "nans_to_nulls",
     "offered_resources",
     "open_comm",
@@ -136,6 +147,7 @@ __all__ = [
     "security_settings",
     "series_from_column",
     "set_device_spill_limit",
+    "setting_before_import",
     "show_structured_traceback",
     "string_parts",
     "string_plc_column",

@@ -10,8 +10,8 @@ CHECKED = ("dask-cuda", "25.10", "26.10")
 
 #: what ``LocalCUDACluster.__init__`` sets in the kernel's environment as it is made, before its
 #: nannies spawn, so that RAPIDS does not initialise CUDA before a worker's GPU is named: copied
-#: from dask-cuda 25.10 – 26.10, since the interpreters launched ahead for its workers must be
-#: launched with it (a GPU test checks they are taken)
+#: from dask-cuda 25.10 – 26.10, since the fork server its workers are forked from must be
+#: launched with it (a GPU test checks the workers are forked)
 CLUSTER_ENVIRON = {"RAPIDS_NO_INITIALIZE": "True"}
 
 

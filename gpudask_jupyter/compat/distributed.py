@@ -8,6 +8,7 @@ documents for its developers but does not promise to keep.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -275,3 +276,67 @@ def security_settings(security: Any) -> dict[str, Any]:
     from distributed import Security
 
     return {name: getattr(security, name) for name in Security.__slots__}
+
+
+#: the hash seed a nanny gives its workers where the configuration names none or "0" (set inline
+#: in ``Nanny.__init__``, distributed 2024.8 – 2026.8)
+NANNY_HASH_SEED = "6640"
+#: the variable by which ``distributed.proctitle`` names a worker's parent (distributed 2024.8 –
+#: 2026.8)
+PARENT_PID = "__DASK_PARENT_PID"
+
+
+def setting_before_import(key: str) -> Any:
+    """A setting of distributed's read before distributed is imported: its defaults file
+    (``distributed.yaml`` beside the package, which ``distributed.config`` merges into dask's
+    configuration as it is imported; 2024.8 – 2026.8) under the user's dask configuration.
+    None where distributed is not installed or the key has no value."""
+    import dask.config
+
+    defaults = _defaults_file()
+    if defaults is None:
+        return None
+    merged = dask.config.merge(defaults, dask.config.config)
+    return dask.config.get(key, default=None, config=merged)
+
+
+def nanny_environ(parent_pid: int) -> dict[str, str]:
+    """What a nanny adds to its own process's environment before it starts a worker process,
+    foreseen before distributed is imported: ``distributed.nanny.pre-spawn-environ`` (a
+    variable already set wins), the hash seed ``Nanny.__init__`` adds, and the parent's pid
+    ``distributed.proctitle`` sets (distributed 2024.8 – 2026.8)."""
+    import os
+
+    wanted = setting_before_import("distributed.nanny.pre-spawn-environ") or {}
+    env = {k: os.environ.get(k, str(v)) for k, v in wanted.items() if v is not None}
+    if env.get("PYTHONHASHSEED") in (None, "0"):
+        env["PYTHONHASHSEED"] = NANNY_HASH_SEED
+    env[PARENT_PID] = str(parent_pid)
+    return env
+
+
+@functools.cache
+def _defaults_file() -> dict[str, Any] | None:
+    """distributed's defaults file, read once (every start asks it; it does not change)."""
+    import importlib.util
+    from pathlib import Path
+
+    import yaml
+
+    spec = importlib.util.find_spec("distributed")
+    if spec is None or spec.origin is None:
+        return None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where built: 10x faster
+    text = Path(spec.origin).with_name("distributed.yaml").read_text()
+    return dict(yaml.load(text, Loader=loader))
+
+
+def keep_forkserver_preload() -> None:
+    """Keep distributed from choosing the fork server's preload: the first time it makes a
+    process with the ``forkserver`` method, ``distributed.utils.get_mp_context`` imports a list
+    of packages into the calling process (pandas among them: a third of a second, on a start's
+    path) and makes that list the preload, unless its flag ``_forkserver_preload_set`` says it
+    did already (private; distributed 2024.8 – 2026.8). The preload set here stays."""
+    import distributed.utils
+
+    distributed.utils._forkserver_preload_set = True  # type: ignore[attr-defined]

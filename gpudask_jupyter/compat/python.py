@@ -1,8 +1,6 @@
 """The private parts of Python's standard library this package calls: multiprocessing's resource
-tracker, ended before the kernel exits.
-
-(The workers launched ahead, :mod:`..cluster.worker_spawn`, still take spawn's own steps from
-multiprocessing's modules; they are to be moved to public means.)
+tracker, ended before the kernel exits. (The workers' fork server, :mod:`..cluster.fork_server`,
+uses multiprocessing's public means alone.)
 """
 
 from __future__ import annotations
@@ -33,3 +31,20 @@ def detach_resource_tracker() -> int | None:
         with contextlib.suppress(OSError):
             os.close(fd)
     return int(pid)
+
+
+#: what the command line of multiprocessing's fork server holds (``forkserver.ensure_running``
+#: runs ``python -c "from multiprocessing.forkserver import main; main(...)"``; Python 3.11): how
+#: a process tells its fork server among its children
+FORK_SERVER_COMMAND = "from multiprocessing.forkserver import main"
+
+
+def launch_fork_server() -> None:
+    """Launch multiprocessing's fork server now, where none runs, without waiting for its
+    preload: ``multiprocessing.forkserver.ensure_running`` (public in its module, not in the
+    documentation; Python 3.11). The server takes this process's environment of this moment;
+    the documented way, starting a process through it, would launch it whenever that thread got
+    there and wait for its imports."""
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()

@@ -32,6 +32,7 @@ def _bury(pid: int, started: int, lines: list[str]) -> None:
             return
         time.sleep(0.02)
     from .. import registry
+    from ..cluster import fork_server
     from ..cluster.room.leases import RoomDir
     from ..convert.distribute import shared_memory
 
@@ -43,6 +44,7 @@ def _bury(pid: int, started: int, lines: list[str]) -> None:
     tidy: list[Callable[[], object]] = [
         functools.partial(registry.prune, Path(d)) for d in told["runtime"]
     ]
+    tidy += [functools.partial(fork_server.prune_requests, Path(d)) for d in told["runtime"]]
     tidy += [RoomDir(Path(d)).prune for d in told["room"]]
     tidy.append(shared_memory.remove_stale)
     for step in tidy:

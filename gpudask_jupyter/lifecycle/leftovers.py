@@ -2,7 +2,8 @@
 extension, and by the Jupyter server extension as it runs (:mod:`..server.tidy`).
 
 SIGKILL runs no handler, and SIGTERM's closers may be cut short: a registry entry, a TLS folder
-(the cluster's private key), shared-memory segments, a lease of the room can stay. Each is named
+(the cluster's private key), a start's request to its fork server, shared-memory segments, a
+lease of the room can stay. Each is named
 by the process that made it (pid and start time), so anything whose process no longer runs is
 removed here, on ``%load_ext``, and again before every start and every transfer that would make
 new ones. Nothing another user owns is touched.
@@ -18,10 +19,12 @@ log = logging.getLogger(__name__)
 def remove() -> None:
     """Remove what killed kernels of this user left; a failure only costs the tidy-up."""
     from .. import registry
+    from ..cluster import fork_server
     from ..cluster.room import holder
     from ..convert.distribute import shared_memory
 
-    for tidy in (registry.prune, shared_memory.remove_stale, lambda: holder.room().prune()):
+    tidies = (registry.prune, fork_server.prune_requests, shared_memory.remove_stale)
+    for tidy in (*tidies, lambda: holder.room().prune()):
         try:
             tidy()
         except Exception:

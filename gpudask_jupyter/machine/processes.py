@@ -139,3 +139,20 @@ def notebook_of(pid: int) -> str | None:
             name = path.rstrip("/").rsplit("/", 1)[-1]
             return name[:80] or None
     return None
+
+
+#: most generations :func:`descends_from` walks up (a kernel's workers are two or three below it)
+MAX_GENERATIONS = 64
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    """Whether ``ancestor`` is among the parents of ``pid``, at any depth (a worker forked from
+    its kernel's fork server is the kernel's grandchild)."""
+    for _ in range(MAX_GENERATIONS):
+        parent = parent_of(pid)
+        if parent is None or parent <= 0 or parent == pid:
+            return False
+        if parent == ancestor:
+            return True
+        pid = parent
+    return False

@@ -73,3 +73,12 @@ def read_regular(
         return data, info
     finally:
         os.close(fd)
+
+
+def is_private(info: os.stat_result) -> bool:
+    """Owned by this user, a regular file, and neither group nor others may read or write it."""
+    return (
+        stat.S_ISREG(info.st_mode)
+        and info.st_uid == os.getuid()
+        and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+    )

@@ -37,6 +37,7 @@ from typing import Any
 from ..lifecycle import undertaker
 from ..machine import small_files
 from ..machine.processes import process_started, same_process
+from ..machine.small_files import is_private as is_private
 from .fields import InvalidEntry, check_fields
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ def path_for(kernel_id: str, directory: Path | None = None) -> Path:
     return (directory or runtime_dir()) / f"{ENTRY_PREFIX}{kernel_id}.json"
 
 
-def _write_private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` as an owner-only file, atomically."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".gpudask-", suffix=".tmp")
     try:
@@ -141,7 +142,7 @@ def write(entry: Entry, directory: Path | None = None) -> Path:
         entry.started = process_started(entry.pid)
     undertaker.tell("runtime", directory or runtime_dir())
     path = path_for(entry.kernel_id, directory)
-    _write_private(path, json.dumps(asdict(entry), indent=1))
+    write_private(path, json.dumps(asdict(entry), indent=1))
     forget_stopped(entry.kernel_id, directory)  # a new cluster: the last one's stop is history
     return path
 
@@ -162,7 +163,7 @@ def note_stopped(
         "pid": os.getpid(),
         "started": process_started(os.getpid()),
     }
-    _write_private(_stopped_path(kernel_id, directory), json.dumps(note))
+    write_private(_stopped_path(kernel_id, directory), json.dumps(note))
 
 
 def stopped_at(kernel_id: str, created: float, directory: Path | None = None) -> float | None:
@@ -199,11 +200,11 @@ def write_tls(kernel_id: str, pem: dict[str, str], directory: Path | None = None
     folder.mkdir(mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)
     owner = {"pid": os.getpid(), "started": process_started(os.getpid())}
-    _write_private(folder / OWNER, json.dumps(owner))
+    write_private(folder / OWNER, json.dumps(owner))
     paths = {}
     for role, text in pem.items():
         target = folder / f"{role}.pem"
-        _write_private(target, text)
+        write_private(target, text)
         paths[f"{role}_file"] = str(target)
     return paths
 
@@ -229,15 +230,6 @@ def remove_tls(kernel_id: str, directory: Path | None = None) -> None:
             shutil.rmtree(tls)
         except OSError:
             log.debug("removing the TLS folder %s failed", tls, exc_info=True)
-
-
-def is_private(info: os.stat_result) -> bool:
-    """Owned by this user, a regular file, and neither group nor others may read or write it."""
-    return (
-        stat.S_ISREG(info.st_mode)
-        and info.st_uid == os.getuid()
-        and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
-    )
 
 
 def _private_file(path: str) -> bool:

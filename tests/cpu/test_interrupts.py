@@ -13,17 +13,19 @@ from typing import Any
 
 import psutil
 import pytest
-from support import kernel_value, read_iopub, spawned_workers, wait_gone, wait_until
+from support import (
+    ANSWERED_WITHIN,
+    kernel_value,
+    read_iopub,
+    spawned_workers,
+    wait_gone,
+    wait_until,
+)
 from support import run_cell as run
 
 pytestmark = pytest.mark.timeout(300)
 
 START = "%gpu_cluster start --n-workers 2 --memory-limit 1GB"
-#: seconds from Ctrl-C to the interrupted cell's reply. The promise is two seconds (README); an
-#: answer takes a few tenths of a second at most here. The bound leaves room for a loaded 2-core
-#: machine (a full run beside a browser test), and still fails a cell that answers only once the
-#: command it interrupted is over: a command that hangs, or one that waits out its --timeout
-ANSWERED_WITHIN = 5.0
 
 
 def _listening(pid: int) -> set[int]:

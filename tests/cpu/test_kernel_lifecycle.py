@@ -17,7 +17,7 @@ from jupyter_client.manager import KernelManager
 from support import printed, read_iopub, spawned_workers, undertaker_of, wait_gone, wait_until
 from support import run_cell as run
 
-from gpudask_jupyter.cluster.worker_spawn import PARENT_PID
+from gpudask_jupyter.compat import PARENT_PID
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -34,8 +34,9 @@ def _start_cluster(km: KernelManager, kc: Any) -> list[Any]:
 
 
 def _left_behind(runtime_dir: Path) -> list[str]:
-    """Registry entries and TLS folders in the runtime directory."""
-    return sorted(p.name for p in runtime_dir.glob("gpudask-kernel-*"))
+    """Registry entries, TLS folders and requests to a fork server in the runtime directory."""
+    found = [*runtime_dir.glob("gpudask-kernel-*"), *runtime_dir.glob("gpudask-fork-*")]
+    return sorted(p.name for p in found)
 
 
 def test_kernel_shutdown_leaves_nothing(kernel, runtime_dir: Path) -> None:
@@ -193,9 +194,9 @@ def test_usage_error_fails_the_cell_with_one_line(kernel) -> None:
 
 
 def _of_kernel(pid: int) -> list[psutil.Process]:
-    """Every process a kernel's start made for Dask, wherever it was reparented: worker
-    interpreters launched ahead and spawned workers carry the kernel's pid in the variable a
-    nanny names its parent by (their children are found by the snapshot below)."""
+    """Every process a kernel's start made for Dask, wherever it was reparented: its fork server
+    and the workers, forked or spawned, carry the kernel's pid in the variable a nanny names its
+    parent by (their children are found by the snapshot below)."""
     found = []
     for proc in psutil.process_iter():
         with contextlib.suppress(psutil.Error):
@@ -209,9 +210,9 @@ def _of_kernel(pid: int) -> list[psutil.Process]:
 def test_a_kernel_ended_during_a_first_start_leaves_no_process(
     kernel, runtime_dir: Path, delay: float, how: signal.Signals
 ) -> None:
-    """A first start launches its workers' interpreters before anything else: a kernel ended
-    before they are launched, while they import, or as the workers register leaves none of
-    them, nor a worker, nor an entry or a TLS key; the next kernel starts its cluster."""
+    """A first start launches its workers' fork server before anything else: a kernel ended
+    before it is launched, while it imports, or as the workers register leaves neither it nor a
+    worker, nor an entry, a TLS key or its request; the next kernel starts its cluster."""
     km, kc = kernel
     assert run(kc, "%load_ext gpudask_jupyter")["status"] == "ok"
     process = km.provisioner.process

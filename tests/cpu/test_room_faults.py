@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ANSWERED_WITHIN, wait_until
 from support import run_cell as run
 from test_interrupts import _interrupt_after
 from test_room_kernel import START
@@ -44,7 +45,7 @@ def test_ctrl_c_during_a_placed_start_leaves_no_lease(
     km, kc = kernels()
     assert run(kc, "%load_ext gpudask_jupyter")["status"] == "ok"
     took, _ = _interrupt_after(km, kc, PLACED, delay)
-    assert took < 2.0
+    assert took < ANSWERED_WITHIN, took
     stopped = run(kc, "%gpu_cluster stop")  # waits for the interrupted start to be undone
     assert "Traceback" not in stopped["output"], stopped["output"]
     assert _counting(room_env) == []
@@ -61,12 +62,9 @@ def test_a_kernel_ended_during_or_after_a_placed_start_holds_no_share(
     km, kc = kernels()
     assert run(kc, "%load_ext gpudask_jupyter")["status"] == "ok"
     kc.execute(PLACED)
-    time.sleep(delay)
+    time.sleep(delay)  # the moment of the fault, not a wait for anything
     os.kill(km.provisioner.process.pid, how)
-    deadline = time.monotonic() + 15
-    while km.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not km.is_alive()
+    wait_until(lambda: not km.is_alive(), 30, f"the kernel to end of {how.name}")
     assert _counting(room_env) == []  # a gone kernel's lease never counts
     _, other = kernels()
     out = run(other, START)["output"]

@@ -165,8 +165,8 @@ client = ip.run_line_magic("gpu_cluster", "start")
 def facts():
     import os, sys
     import cupy
-    with open(f"/proc/{os.getpid()}/cmdline", "rb") as f:
-        ahead = b"child_main" in f.read()
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:  # forked from the fork server
+        ahead = b"from multiprocessing.forkserver import main" in f.read().replace(b"\0", b" ")
     x = cupy.arange(10, dtype=cupy.float64)
     return {"ahead": ahead, "cvd": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "seen": cupy.cuda.runtime.getDeviceCount(), "sum": float(x.sum()),
@@ -178,9 +178,10 @@ print(json.dumps(seen))
 """
 
 
-def test_a_first_start_runs_gpu_workers_in_interpreters_launched_ahead() -> None:
-    """In a fresh interpreter (a fresh kernel): each GPU worker is an interpreter launched ahead,
-    which imported dask-cuda before its GPU was named, yet is bound to its own GPU alone."""
+def test_a_first_start_forks_gpu_workers_from_the_fork_server() -> None:
+    """In a fresh interpreter (a fresh kernel): each GPU worker is forked from the fork server,
+    which imported dask-cuda and cuDF before any GPU was named, yet uses CUDA and is bound to its
+    own GPU alone."""
     import json
     import subprocess
     import sys
@@ -219,10 +220,11 @@ print(json.dumps({"seen": seen, "imported": [n for n in sys.argv[2:] if n in sys
 
 
 def test_what_a_gpu_worker_imports_ahead_leaves_its_gpu_to_be_named() -> None:
-    """An interpreter launched ahead imports before its nanny names its GPU in
-    CUDA_VISIBLE_DEVICES, which CUDA reads once, as it initialises: none of those imports may
-    initialise it. Naming no GPU after them leaves the interpreter none; the control, a CUDA
-    call before the naming, keeps every GPU, so the check can see an early initialisation."""
+    """The fork server imports before any nanny names its worker's GPU in CUDA_VISIBLE_DEVICES,
+    which CUDA reads once, as it initialises: none of those imports may initialise it (a
+    process forked after its parent initialised CUDA cannot use it at all). Naming no GPU
+    after them leaves the interpreter none; the control, a CUDA call before the naming,
+    keeps every GPU, so the check can see an early initialisation."""
     import json
     import subprocess
     import sys

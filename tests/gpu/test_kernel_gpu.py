@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import pytest
-from support import printed, read_iopub
+from support import ANSWERED_WITHIN, printed, read_iopub, wait_until
 from support import run_cell as run
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
@@ -31,7 +31,7 @@ def _start_big(kc: Any) -> str:
     host, where the right answer (no ``big`` at all) is not what the test is about."""
     msg_id: str = kc.execute(BIG)
     read_iopub(kc, printed(msg_id, "MADE"), 120, "the array to be made")
-    time.sleep(0.05)  # into the transfer
+    time.sleep(0.05)  # the moment of the fault: into the transfer, not a wait for anything
     return msg_id
 
 
@@ -48,10 +48,7 @@ def test_sigterm_during_a_gpu_transfer_ends_the_kernel_at_once(kernel: Any) -> N
     _start_big(kc)
     process = km.provisioner.process
     os.kill(process.pid, signal.SIGTERM)
-    ended = time.monotonic()
-    while process.poll() is None:
-        assert time.monotonic() - ended < 10, "SIGTERM hung the kernel during a GPU transfer"
-        time.sleep(0.05)
+    wait_until(lambda: process.poll() is not None, 30, "the kernel to end of SIGTERM in a transfer")
 
 
 def test_ctrl_c_during_a_gpu_transfer_rebinds_nothing_and_frees_the_gpu(kernel: Any) -> None:
@@ -66,13 +63,17 @@ def test_ctrl_c_during_a_gpu_transfer_rebinds_nothing_and_frees_the_gpu(kernel: 
         reply = kc.get_shell_msg(timeout=60)
         if reply["parent_header"].get("msg_id") == msg_id:
             break
-    assert time.monotonic() - interrupted < 2.0
-    time.sleep(2)  # the undo runs on its own thread
-    after = run(
-        kc,
-        "import gc; gc.collect(); cupy.get_default_memory_pool().free_all_blocks()\n"
-        "print('KIND', type(big).__module__, 'FREE', cupy.cuda.runtime.memGetInfo()[0])",
-    )
-    assert "KIND numpy" in after["output"], after["output"]  # nothing rebound
-    free_after = int(after["output"].split("FREE ")[1].split()[0])
-    assert free_after > free_before - 2**30, (free_before, free_after)
+    assert time.monotonic() - interrupted < ANSWERED_WITHIN
+    outputs: list[str] = []
+
+    def freed() -> bool:  # the undo runs on its own thread: the memory comes back once it ran
+        after = run(
+            kc,
+            "import gc; gc.collect(); cupy.get_default_memory_pool().free_all_blocks()\n"
+            "print('KIND', type(big).__module__, 'FREE', cupy.cuda.runtime.memGetInfo()[0])",
+        )
+        outputs.append(after["output"])
+        assert "KIND numpy" in after["output"], after["output"]  # nothing rebound
+        return int(after["output"].split("FREE ")[1].split()[0]) > free_before - 2**30
+
+    wait_until(freed, 60, lambda: f"the GPU memory to be freed: {free_before}, {outputs[-1:]}")

@@ -2,13 +2,13 @@
 
 A worker's GPU allocations are capped by a resource its own process installs (:mod:`.allocator`),
 not by dask-cuda's fixed pool limit, because an elastic share (:mod:`.shares`) moves as students
-come and go. The worker finds its kernel's lease in the room (its kernel is its parent process:
-the nannies live in the kernel), installs the cap as it starts, before any task, and looks again
-every :data:`EVERY` seconds at the share its kernel found (and at its request to give back
-the memory its pool keeps cached, :meth:`.allocator.Capped.give_back`): the kernel measures the
-room, and its worker, of the same account, trusts its own kernel's figure and nobody else's.
-dask-cuda's spilling to host memory moves with the cap, so that a large computation spills
-before it fails.
+come and go. The worker finds its kernel's lease in the room (its kernel is its parent, where
+the nannies live, or its grandparent, for a worker forked from the kernel's fork server),
+installs the cap as it starts, before any task, and looks again every :data:`EVERY` seconds at
+the share its kernel found (and at its request to give back the memory its pool keeps cached,
+:meth:`.allocator.Capped.give_back`): the kernel measures the room, and its worker, of the same
+account, trusts its own kernel's figure and nobody else's. dask-cuda's spilling to host memory
+moves with the cap, so that a large computation spills before it fails.
 A worker of a planned share holds itself the same way, to the share its lease names. dask-cuda
 is asked to leave RMM alone (its set-up, run after this preload, would make a resource of its
 own current over the cap); a pool the student asked for is made here, under the cap, and a
@@ -49,12 +49,14 @@ class WorkerShare:
         import importlib.util
 
         from ... import compat
+        from ...machine.processes import descends_from
         from . import caps
 
+        me = os.getpid()
         own = [
             lease
             for lease in self.room.leases()
-            if lease.pid == os.getppid() and lease.uid == os.getuid()
+            if lease.uid == os.getuid() and descends_from(me, lease.pid)
         ]
         if not own:
             return False
