@@ -221,22 +221,7 @@ class ClusterSession:
         guard = IpyMainGuard()  # before any process is made: the fork server's probe too
         guard.hold()
         try:
-            # first of all: the workers' fork server imports while this kernel does
-            with workers_ahead(plan.devices, logs.worker_environ(kernel)) as launched:
-                logs.route(kernel)  # the scheduler, nannies and workers log to a file
-                tls_security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
-                try:
-                    client, cluster = launch(
-                        opts,
-                        plan.devices,
-                        tls_security,
-                        access.dashboard,
-                        launched,
-                        plan.worker_caps,
-                    )
-                except BaseException:
-                    registry.remove(kernel)  # the TLS files written for it
-                    raise
+            client, cluster, tls_files = _launched(plan, kernel)
         except BaseException:
             guard.release()
             raise
@@ -847,6 +832,23 @@ def _before_close(session: ClusterSession) -> None:
             hook(session)
         except Exception:
             log.warning("a hook before closing the cluster failed", exc_info=True)
+
+
+def _launched(plan: StartPlan, kernel: str) -> tuple[Any, Any, Any]:
+    """A planned start's client, cluster and TLS files. First of all the workers' fork server is
+    launched, so that it imports while this kernel does; a failure leaves no TLS file."""
+    access = plan.access
+    with workers_ahead(plan.devices, logs.worker_environ(kernel)) as launched:
+        logs.route(kernel)  # the scheduler, nannies and workers log to a file, not a cell
+        tls_security, tls_files = temporary_tls(kernel) if access.tls else (None, None)
+        try:
+            client, cluster = launch(
+                plan.opts, plan.devices, tls_security, access.dashboard, launched, plan.worker_caps
+            )
+        except BaseException:
+            registry.remove(kernel)  # the TLS files written for it
+            raise
+    return client, cluster, tls_files
 
 
 def _record_tasks(client: Any) -> None:
