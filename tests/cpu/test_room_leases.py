@@ -297,3 +297,17 @@ def test_starts_at_the_same_moment_spread_evenly(tmp_path: Path) -> None:
         for student in students:
             student.join(30)
     assert RoomDir(Path(room_dir)).leases() == []  # their kernels ended: nothing counts
+
+
+def test_a_room_nobody_made_is_empty_and_says_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker looks for its kernel's lease every second, also on a machine that is not shared
+    (no room directory): that is no warning to show in a cell."""
+    with caplog.at_level(logging.WARNING):
+        assert RoomDir(tmp_path / "never-made").leases() == []
+    assert caplog.records == []
+    (tmp_path / "a-file").write_text("")
+    with caplog.at_level(logging.WARNING):  # one that cannot be listed still says so
+        assert RoomDir(tmp_path / "a-file").leases() == []
+    assert "cannot list" in caplog.text

@@ -166,7 +166,7 @@ def facts():
     import os, sys
     import cupy
     with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:  # forked from the fork server
-        ahead = b"from multiprocessing.forkserver import main" in f.read().replace(b"\0", b" ")
+        ahead = b"from multiprocessing.forkserver import main" in f.read().replace(b"\\0", b" ")
     x = cupy.arange(10, dtype=cupy.float64)
     return {"ahead": ahead, "cvd": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "seen": cupy.cuda.runtime.getDeviceCount(), "sum": float(x.sum()),

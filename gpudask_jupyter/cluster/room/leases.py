@@ -351,6 +351,9 @@ class RoomDir:
         """Every account's folder that counts: (its uid, its path)."""
         try:
             entries = sorted(os.scandir(self.path), key=lambda e: e.name)
+        except FileNotFoundError:  # nobody has held a GPU here yet (or the machine is not shared)
+            log.debug("room: %s does not exist", self.path)
+            return []
         except OSError as err:
             log.warning("room: cannot list %s (%s)", self.path, err)
             return []
