@@ -57,6 +57,17 @@ def wait_gone(procs: list[psutil.Process], timeout: float = 30) -> list[psutil.P
     return [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
+def gone_pid() -> int:
+    """The pid of a process that has ended (a child that ran and was reaped)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

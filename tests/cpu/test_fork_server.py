@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support import FORK_SERVER, wait_gone
+from support import FORK_SERVER, gone_pid, wait_gone
 
 from gpudask_jupyter.cluster import fork_server
 
@@ -245,13 +245,7 @@ def test_a_request_is_read_only_where_private_and_whole(tmp_path: Path) -> None:
 
 
 def test_the_requests_of_gone_kernels_are_pruned(tmp_path: Path) -> None:
-    gone = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    left = tmp_path / f"{fork_server.REQUEST_PREFIX}{gone.stdout.strip()}.json"
+    left = tmp_path / f"{fork_server.REQUEST_PREFIX}{gone_pid()}.json"
     mine = tmp_path / f"{fork_server.REQUEST_PREFIX}{os.getpid()}.json"
     for path in (left, mine):
         path.write_text("{}")

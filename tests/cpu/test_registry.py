@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import gone_pid
 
 from gpudask_jupyter import registry
 from gpudask_jupyter.machine import processes
@@ -72,13 +73,7 @@ def test_malformed_and_dead_entries_are_ignored(tmp_path: Path) -> None:
     bad = tmp_path / f"{registry.ENTRY_PREFIX}bad.json"
     bad.write_text("{not json")
     bad.chmod(0o600)
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    registry.write(_entry("dead", int(dead.stdout)), tmp_path)
+    registry.write(_entry("dead", gone_pid()), tmp_path)
     registry.write(_entry("alive"), tmp_path)
     assert set(registry.read_all(tmp_path)) == {"alive"}
 
@@ -215,14 +210,8 @@ def test_a_reused_pid_does_not_revive_an_entry(tmp_path: Path) -> None:
 
 
 def test_prune_removes_dead_entries_and_their_tls_keys_only(tmp_path: Path) -> None:
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
     files = registry.write_tls("dead", {"ca": "x", "cert": "y", "key": "z"}, tmp_path)
-    gone = registry.Entry("dead", int(dead.stdout), "cpu", "tls://127.0.0.1:1", tls=files)
+    gone = registry.Entry("dead", gone_pid(), "cpu", "tls://127.0.0.1:1", tls=files)
     gone.started = 12345
     registry.write(gone, tmp_path)
     registry.write(_entry("alive"), tmp_path)
