@@ -1,5 +1,6 @@
 """The shape of the package, checked: folders by concern, no import cycle, sizes that ask why,
-one name for one thing, and no measured figure outside the README.
+one name for one thing, no measured figure outside the README, and no library's private name
+reached outside ``compat``.
 
 Import cycles are counted over every import of a package module, lazy ones inside functions and
 type-only ones under ``if TYPE_CHECKING:`` included (a type-only cycle costs nothing at run time,
@@ -239,3 +240,65 @@ def test_no_measured_figure_stands_in_a_docstring_or_comment() -> None:
 )
 def test_the_figure_check_finds_figures(text: str, figures: list[str]) -> None:
     assert [figure for _, figure in _figures(text)] == figures
+
+
+#: names with a leading underscore that their library documents as public
+PUBLIC_UNDERSCORED = {"os._exit"}
+
+
+def _private_reaches(text: str) -> list[str]:
+    """Where code reaches another library's private name through that library's module: an
+    attribute with one leading underscore of a name it imported from outside the package, or
+    such a name imported itself (what an object's own private attributes are, this cannot see:
+    those are kept in compat by review)."""
+    tree = ast.parse(text)
+    imported: set[str] = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            ours = [a for a in node.names if a.name.startswith(PACKAGE.name)]
+            imported |= {a.asname or a.name.partition(".")[0] for a in node.names if a not in ours}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            if (node.module or "").startswith(PACKAGE.name):
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"from {node.module} import {alias.name}")
+                imported.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+            continue
+        base = node.value
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if node.attr.startswith("__") or not isinstance(base, ast.Name):
+            continue
+        if base.id in imported and ast.unparse(node) not in PUBLIC_UNDERSCORED:
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_no_private_name_of_a_library_is_reached_outside_compat() -> None:
+    reaches = {
+        name: found
+        for name, path in _modules().items()
+        if ".compat" not in name and (found := _private_reaches(path.read_text()))
+    }
+    assert reaches == {}
+
+
+def test_the_private_name_check_finds_them() -> None:
+    text = (
+        "import os\nfrom multiprocessing import resource_tracker as rt, util\n"
+        "from distributed.utils import _forkserver_preload_set\n"
+        "from gpudask_jupyter import _ours\n"
+        "def f(self):\n"
+        "    os._exit(0); self._mine = 1; util._args_from_interpreter_flags()\n"
+        "    return rt._resource_tracker._fd\n"
+    )
+    assert sorted(_private_reaches(text)) == [
+        "from distributed.utils import _forkserver_preload_set",
+        "rt._resource_tracker",
+        "rt._resource_tracker._fd",
+        "util._args_from_interpreter_flags",
+    ]
