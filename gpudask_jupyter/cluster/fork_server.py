@@ -283,10 +283,21 @@ class Ahead:
 def module_path() -> tuple[str, ...]:
     """The module path a spawned worker is given (spawn's own: "" stands for the directory the
     process started in, which spawn sends instead)."""
-    from multiprocessing import process
+    from .. import compat
 
-    start = process.ORIGINAL_DIR or os.getcwd()  # type: ignore[attr-defined]
+    start = compat.original_dir() or os.getcwd()
     return tuple(start if entry == "" else entry for entry in sys.path)
+
+
+def _can_fork() -> bool:
+    """Whether Python and distributed offer what launching the server ahead relies on (probed
+    once a process; a lack is said once, and the workers are spawned)."""
+    from .. import compat
+    from ..compat import distributed, python
+
+    return compat.usable("python", *python.FORK_SERVER) and compat.usable(
+        "distributed", distributed.PRELOAD, distributed.DEFAULTS, distributed.NANNY_SEED
+    )
 
 
 def _configured() -> Any:
@@ -314,7 +325,7 @@ def ahead(
     launched = Ahead()
     request: Path | None = None
     try:
-        if os.name == "posix" and _configured() == "spawn":
+        if os.name == "posix" and _configured() == "spawn" and _can_fork():
             known, running = servers.running()
             if known is not None:
                 launched = Ahead(known, environ)

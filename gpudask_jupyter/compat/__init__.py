@@ -1,10 +1,11 @@
 """Every call this package makes into a private part of another library, one module per library.
 
 Private names change without notice between releases. Keeping each such call in its library's
-module, with the releases it was checked on (each module's ``CHECKED``), means an upgrade breaks
-one function whose docstring says what it relies on, not a line somewhere in the converters or the
-monitor. ``pyproject.toml`` bounds each library from above at the newest release checked, and a
-test fails where an installed release or a bound leaves what was checked.
+module, with what it relies on listed (each module's ``needs()``) and probed once a process
+(:mod:`.probes`), means a release that changes one is met where it is used: the package falls back
+or says so in one sentence naming the library and its release, instead of refusing release
+numbers it has not seen. ``python -m gpudask_jupyter.compat`` lists what the installed libraries
+lack.
 
 Nothing here imports any of the libraries at its own import; this module only gathers the
 functions for their callers (``compat.run_on_scheduler``).
@@ -88,12 +89,13 @@ from .ipython import (
 from .pandas import (
     masked_parts,
 )
+from .probes import MODULES, usable
 from .python import (
     FORK_SERVER_COMMAND,
     detach_resource_tracker,
     launch_fork_server,
+    original_dir,
 )
-from .releases import MODULES
 
 __all__ = [
     "CLUSTER_ENVIRON",
@@ -136,6 +138,7 @@ __all__ = [
     "nans_to_nulls",
     "offered_resources",
     "open_comm",
+    "original_dir",
     "persisted_frame",
     "plc_of",
     "prefix_order",
@@ -156,6 +159,7 @@ __all__ = [
     "task_stream_plugin",
     "unrunnable_restrictions",
     "unwrap_shutdown",
+    "usable",
     "with_validity",
     "worker_count",
     "worker_identities",

@@ -6,18 +6,34 @@ assembling frames from them all go through here.
 
 from __future__ import annotations
 
-import inspect
 import logging
-import re
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from .probing import NeedTuple, has_path, takes
+
 log = logging.getLogger(__name__)
 
-#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
-#: newest (:class:`.releases.Checked`)
-CHECKED = ("cudf-cu13", "26.10", "26.10")
+DISTRIBUTION = "cudf-cu13"
+
+
+def installed() -> str | None:
+    """The release of the cuDF that imports here (a stand-in's too), or None."""
+    try:
+        import cudf
+    except ImportError:
+        return None
+    return str(getattr(cudf, "__version__", "?"))
+
+
+def needs() -> list[NeedTuple]:
+    """What the fast paths call (see :func:`_needs`), each with what is done without it."""
+    import cudf
+    import pylibcudf as plc
+
+    without = "string and categorical columns take cuDF's own, slower path"
+    return [(name, check, without) for name, check in _needs(cudf, plc)]
 
 
 def as_column(data: Any, nan_as_null: bool | None) -> Any:
@@ -170,7 +186,7 @@ def fast_path_lacks() -> tuple[str, ...]:
     Probed on first use and kept for the process (:func:`forget_probe` starts again), so that a
     lack is logged once: a warning naming it, the traceback of each failed check at debug level.
     The probe needs no GPU: it looks the names up and reads their signatures where they can be
-    read (:func:`_signature`); one that cannot be read is not held against the call.
+    read (:func:`.probing.signature`); one that cannot be read is not held against the call.
     """
     with _probe_lock:
         if not _probed:
@@ -236,22 +252,28 @@ def _needs(cudf: Any, plc: Any) -> list[tuple[str, Callable[[], object]]]:
     needs: list[tuple[str, Callable[[], object]]] = [
         (
             "cudf.core.column.ColumnBase.create(plc_column, dtype)",
-            lambda: _takes(base().create, 2),
+            lambda: takes(base().create, 2),
         ),
-        ("cudf.core.column.ColumnBase.to_pylibcudf()", lambda: _takes(base().to_pylibcudf, 1)),
+        ("cudf.core.column.ColumnBase.to_pylibcudf()", lambda: takes(base().to_pylibcudf, 1)),
         (
             "cudf.core.column.CategoricalColumn.codes",
-            lambda: _has(cudf.core.column, "CategoricalColumn.codes"),
+            lambda: has_path(cudf.core.column, "CategoricalColumn.codes"),
         ),
         ("cudf.CategoricalDtype", lambda: _is_class(cudf.CategoricalDtype)),
-        ("cudf.CategoricalDtype.categories", lambda: _has(cudf, "CategoricalDtype.categories")),
-        ("cudf.CategoricalDtype._codes_dtype", lambda: _has(cudf, "CategoricalDtype._codes_dtype")),
+        (
+            "cudf.CategoricalDtype.categories",
+            lambda: has_path(cudf, "CategoricalDtype.categories"),
+        ),
+        (
+            "cudf.CategoricalDtype._codes_dtype",
+            lambda: has_path(cudf, "CategoricalDtype._codes_dtype"),
+        ),
         ("pylibcudf.TypeId.STRING", lambda: plc.TypeId.STRING),
         ("pylibcudf.TypeId.INT32", lambda: plc.TypeId.INT32),
         ("pylibcudf.TypeId.INT64", lambda: plc.TypeId.INT64),
-        ("pylibcudf.DataType(type_id)", lambda: _takes(plc.DataType, 1)),
-        ("pylibcudf.DataType.id()", lambda: _takes(plc.DataType.id, 1)),
-        ("pylibcudf.gpumemoryview(array)", lambda: _takes(plc.gpumemoryview, 1)),
+        ("pylibcudf.DataType(type_id)", lambda: takes(plc.DataType, 1)),
+        ("pylibcudf.DataType.id()", lambda: takes(plc.DataType.id, 1)),
+        ("pylibcudf.gpumemoryview(array)", lambda: takes(plc.gpumemoryview, 1)),
         ("pylibcudf.gpumemoryview.ptr", lambda: plc.gpumemoryview.ptr),
         ("pylibcudf.gpumemoryview.size", lambda: plc.gpumemoryview.size),
         (
@@ -260,7 +282,7 @@ def _needs(cudf: Any, plc: Any) -> list[tuple[str, Callable[[], object]]]:
         ),
         (
             "pylibcudf.concatenate.concatenate(columns)",
-            lambda: _takes(plc.concatenate.concatenate, 1),
+            lambda: takes(plc.concatenate.concatenate, 1),
         ),
     ]
     for accessor, arguments in PLC_COLUMN_ACCESSORS.items():
@@ -269,14 +291,7 @@ def _needs(cudf: Any, plc: Any) -> list[tuple[str, Callable[[], object]]]:
 
 
 def _method_check(plc: Any, name: str, arguments: int) -> Callable[[], object]:
-    return lambda: _takes(getattr(plc.Column, name), 1 + arguments)
-
-
-def _has(root: Any, dotted: str) -> None:
-    """Raise AttributeError unless ``root`` has the attribute path ``dotted`` (a descriptor, as
-    a property or cached property is on its class, counts)."""
-    for part in dotted.split("."):
-        root = getattr(root, part)
+    return lambda: takes(getattr(plc.Column, name), 1 + arguments)
 
 
 def _is_class(obj: Any) -> None:
@@ -284,98 +299,13 @@ def _is_class(obj: Any) -> None:
         raise TypeError(f"{obj!r} is not a class")
 
 
-def _takes(obj: Any, count: int) -> inspect.Signature | None:
-    """Raise TypeError unless ``obj`` can be called with ``count`` positional arguments, as far
-    as its signature can be read (which it returns); where it cannot, being callable is enough."""
-    if not callable(obj):
-        raise TypeError(f"{obj!r} is not callable")
-    signature = _signature(obj)
-    if signature is None:
-        log.debug("the signature of %r cannot be read: taken as it is", obj)
-        return None
-    signature.bind(*range(count))
-    return signature
-
-
 def _column_constructor(column: Any) -> None:
     """Raise TypeError unless ``pylibcudf.Column`` takes :data:`PLC_COLUMN_PARAMETERS` in that
     order (the rest with defaults), where its signature can be read."""
-    signature = _takes(column, len(PLC_COLUMN_PARAMETERS))
+    signature = takes(column, len(PLC_COLUMN_PARAMETERS))
     names = tuple(signature.parameters)[: len(PLC_COLUMN_PARAMETERS)] if signature else None
     if names is not None and names != PLC_COLUMN_PARAMETERS:
         raise TypeError(f"pylibcudf.Column takes {names}, not {PLC_COLUMN_PARAMETERS}")
-
-
-def _signature(obj: Any) -> inspect.Signature | None:
-    """``obj``'s signature, or None where it cannot be read.
-
-    Cython's functions and methods (pylibcudf's, compiled with ``binding=True``) give theirs to
-    :func:`inspect.signature`; its classes (``pylibcudf.Column``) give none, or only
-    ``(*args, **kwargs)``, but carry it as their docstring's first line
-    (``embedsignature``), read here instead.
-    """
-    try:
-        signature = inspect.signature(obj)
-    except (TypeError, ValueError):
-        signature = None
-    if signature is not None and not any(
-        p.kind is inspect.Parameter.VAR_POSITIONAL for p in signature.parameters.values()
-    ):
-        return signature
-    return _docstring_signature(obj)
-
-
-def _docstring_signature(obj: Any) -> inspect.Signature | None:
-    """The signature Cython's ``embedsignature`` writes as the docstring's first line, such as
-    ``Column(DataType data_type, size_type size, data: Span | None, ..., bool validate=True)``
-    (C types before a name, Python annotations after one), or None."""
-    doc = getattr(obj, "__doc__", None)
-    name = getattr(obj, "__name__", None)
-    if not isinstance(doc, str) or not isinstance(name, str):
-        return None
-    lines = doc.strip().splitlines()
-    found = re.fullmatch(rf"{re.escape(name)}\((.*)\)\s*(?:->.*)?", lines[0]) if lines else None
-    if found is None:
-        return None
-    parameters = []
-    keyword_only = False
-    for piece in _top_level_split(found.group(1)):
-        if piece == "/" or piece.startswith("**"):
-            continue
-        if piece == "*":
-            keyword_only = True
-            continue
-        if piece.startswith("*"):
-            return None  # any number of arguments: nothing to check them against
-        head, has_default, _ = piece.partition("=")
-        words = head.split(":")[0].split() if ":" in head else head.split()
-        if not words or not words[-1].isidentifier():
-            return None
-        default = None if has_default else inspect.Parameter.empty
-        kind = (
-            inspect.Parameter.KEYWORD_ONLY
-            if keyword_only
-            else inspect.Parameter.POSITIONAL_OR_KEYWORD
-        )
-        parameters.append(inspect.Parameter(words[-1], kind, default=default))
-    try:
-        return inspect.Signature(parameters)
-    except ValueError:  # a parameter without a default after one with: not a signature
-        return None
-
-
-def _top_level_split(text: str) -> list[str]:
-    """``text`` split at the commas outside brackets, each piece stripped, empty ones dropped."""
-    pieces, depth, current = [], 0, ""
-    for char in text:
-        depth += (char in "([{") - (char in ")]}")
-        if char == "," and depth == 0:
-            pieces.append(current)
-            current = ""
-        else:
-            current += char
-    pieces.append(current)
-    return [piece.strip() for piece in pieces if piece.strip()]
 
 
 def plc_of(column: Any) -> Any:

@@ -4,16 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
-#: newest (:class:`.releases.Checked`)
-CHECKED = ("dask-gateway", "2024.1", "2026.3")
+from .probing import NeedTuple, sets
+
+DISTRIBUTION = "dask-gateway"
+ASYNCHRONOUS = "Gateway._asynchronous"
+
+
+def needs() -> list[NeedTuple]:
+    from dask_gateway import Gateway
+
+    return [
+        (
+            ASYNCHRONOUS,
+            lambda: sets(Gateway, "_asynchronous"),
+            'a closed gateway client may print "Exception ignored" as it is collected',
+        )
+    ]
 
 
 def close_gateway(gateway: Any) -> None:
     """Close dask-gateway's client once: its ``close`` stops its event loop, and the
     ``__del__`` that closes it again then raises (an "Exception ignored" on every client made).
-    Marking it asynchronous (``Gateway._asynchronous``, private; dask-gateway 2024.1 – 2026.3)
-    makes that ``__del__`` skip the second close."""
+    Marking it asynchronous (``Gateway._asynchronous``, private; probed) makes that ``__del__``
+    skip the second close; a client without that flag is closed once all the same."""
     try:
         gateway.close()
     finally:

@@ -12,35 +12,117 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
-#: newest (:class:`.releases.Checked`)
-CHECKED = ("distributed", "2024.8", "2026.8")
+DISTRIBUTION = "distributed"
+BOUNDED = "Client.sync(asynchronous=..., callback_timeout=...) behind Client.run_on_scheduler"
+RUN = "Client.run(..., on_error=...) through Client.sync"
+RETIRE = "Client.retire_workers(**kwargs) through Client.sync"
+HANDSHAKE = "Comm.handshake_info() and Comm.handshake_configuration(local, remote)"
+RUN_FUNCTION = "the scheduler's run_function handler"
+SCHEDULER = "the scheduler's state (task groups and prefixes, workers, tasks, unrunnable, ...)"
+TASK_STREAM = "Scheduler._task_stream_plugin()"
+TRANSITION = "Scheduler.transition(key, finish, stimulus_id=...) and .transitions"
+NANNY_NAME = "Nanny.name"
+SLOTS = "Security.__slots__"
+DEFAULTS = "distributed.yaml beside the package"
+NANNY_SEED = "the nanny's hash seed 6640 and its parent's pid variable"
+PRELOAD = "distributed.utils._forkserver_preload_set"
+
+
+def needs() -> list[tuple[str, Any, str]]:
+    """What this module calls, each with a check and what is done without it. (The probe's
+    helpers are imported here, not at the top: this module travels by value to schedulers,
+    where this package may not be installed.)"""
+    import importlib.util
+    from pathlib import Path
+
+    from distributed import Client, Nanny, Security
+    from distributed.comm.core import Comm
+    from distributed.scheduler import Scheduler, SchedulerState, TaskGroup, TaskState, WorkerState
+
+    from .probing import sets, source_holds, takes
+
+    def bounded() -> None:
+        takes(Client.sync, 1, ("asynchronous", "callback_timeout"))
+        source_holds(Client.run_on_scheduler, "self.sync(")
+
+    def state() -> None:
+        for name in ("task_groups", "task_prefixes", "workers", "tasks", "unrunnable"):
+            sets(SchedulerState, name)
+        sets(Scheduler, "idle_since")
+        for name in ("states", "prefix"):
+            sets(TaskGroup, name)
+        for name in ("executing", "identity", "pid", "resources"):
+            sets(WorkerState, name)
+        for name in ("resource_restrictions", "prefix", "state", "dependencies"):
+            sets(TaskState, name)
+
+    def defaults() -> None:
+        spec = importlib.util.find_spec("distributed")
+        if spec is None or spec.origin is None:
+            raise FileNotFoundError("distributed")
+        if not Path(spec.origin).with_name("distributed.yaml").is_file():
+            raise FileNotFoundError("distributed.yaml")
+
+    def nanny_seed() -> None:
+        from distributed import proctitle
+
+        source_holds(Nanny.__init__, f'"{NANNY_HASH_SEED}"')
+        source_holds(proctitle, PARENT_PID)
+
+    def preload() -> None:
+        import distributed.utils
+
+        getattr(distributed.utils, "_forkserver_preload_set")  # noqa: B009
+
+    views = "the panel's task stream, progress and worker views stay empty for this cluster"
+    spawned = "a start's workers are spawned, as they were before the fork server"
+    stop = "calls to a scheduler cannot be bounded in time, so they are not made"
+    return [
+        (BOUNDED, bounded, stop),
+        (RUN, lambda: source_holds(Client.run, "on_error=on_error"), stop),
+        (RETIRE, lambda: source_holds(Client.retire_workers, "**kwargs"), stop),
+        (HANDSHAKE, lambda: takes(Comm.handshake_configuration, 2), views),
+        (RUN_FUNCTION, lambda: sets(Scheduler, "run_function"), views),
+        (SCHEDULER, state, views),
+        (TASK_STREAM, lambda: takes(Scheduler._task_stream_plugin, 1), views),
+        (
+            TRANSITION,
+            lambda: takes(Scheduler.transition, 3, ("stimulus_id",)),
+            "a lost partition's tasks wait for a worker instead of failing at once",
+        ),
+        (NANNY_NAME, lambda: sets(Nanny, "name"), "%gpu_cluster join names its workers by GPU"),
+        (SLOTS, lambda: tuple(Security.__slots__), "a cluster's TLS settings cannot travel"),
+        (DEFAULTS, defaults, spawned),
+        (NANNY_SEED, nanny_seed, spawned),
+        (PRELOAD, preload, spawned),
+    ]
 
 
 def run_on_scheduler(client: Any, function: Any, timeout: float, **kwargs: Any) -> Any:
     """Run ``function(dask_scheduler=..., **kwargs)`` in the scheduler, bounded by ``timeout``.
 
-    ``Client.run_on_scheduler`` is public but takes no timeout in the call; its coroutine
-    ``Client._run_on_scheduler`` (private; distributed 2024.8 – 2026.8) is driven through
-    ``Client.sync`` with ``callback_timeout``, which bounds the whole round trip.
+    ``Client.run_on_scheduler`` is public and hands its extra keywords to ``Client.sync``, whose
+    ``callback_timeout`` (not documented; probed) bounds the whole round trip.
     """
-    return client.sync(client._run_on_scheduler, function, callback_timeout=timeout, **kwargs)
+    return client.run_on_scheduler(function, callback_timeout=timeout, **kwargs)
 
 
 def submit_on_scheduler(client: Any, function: Any, timeout: float, **kwargs: Any) -> Any:
     """Start ``function(dask_scheduler=..., **kwargs)`` in the scheduler without waiting: a
     ``concurrent.futures.Future`` of its result, failed with ``TimeoutError`` after ``timeout``.
 
-    The coroutine ``Client._run_on_scheduler`` (private; distributed 2024.8 – 2026.8) is run on
-    the client's own event loop (``Client.loop.asyncio_loop``), so the caller's thread is never
-    blocked by a scheduler that does not answer.
+    ``Client.run_on_scheduler`` with ``asynchronous=True`` (a keyword of ``Client.sync``, which
+    it hands its extra keywords to; probed) gives the coroutine, run here on the client's own
+    event loop (``Client.loop.asyncio_loop``), so the caller's thread is never blocked by a
+    scheduler that does not answer.
     """
     import asyncio
 
     loop = client.loop.asyncio_loop  # before the coroutine: a closed client has no loop
 
     async def bounded() -> Any:
-        return await asyncio.wait_for(client._run_on_scheduler(function, **kwargs), timeout)
+        call = client.run_on_scheduler(function, asynchronous=True, **kwargs)
+        return await asyncio.wait_for(call, timeout)
 
     return asyncio.run_coroutine_threadsafe(bounded(), loop)
 
@@ -54,8 +136,7 @@ async def open_comm(address: str, timeout: float, connection_args: dict[str, Any
     garbage collector. So this does what it does in bounded steps and aborts the comm on any
     failure: the backend's ``Connector.connect`` (the public backend interface) and the
     handshake of ``Comm.handshake_info`` / ``Comm.handshake_configuration`` and the
-    ``remote_info`` / ``local_info`` / ``handshake_options`` attributes (distributed 2024.8 –
-    2026.8).
+    ``remote_info`` / ``local_info`` / ``handshake_options`` attributes (probed).
     """
     import asyncio
     import time
@@ -88,7 +169,7 @@ async def run_on_comm(comm: Any, function: Any, **kwargs: Any) -> Any:
     """``function(dask_scheduler=..., **kwargs)`` run in the scheduler at the other end of
     ``comm``, through the scheduler's ``run_function`` handler, as ``Client.run_on_scheduler``
     sends it (a message of the private handler's arguments, the function and its keyword
-    arguments pickled with ``distributed.protocol.pickle``; distributed 2024.8 – 2026.8). The
+    arguments pickled with ``distributed.protocol.pickle``). The
     caller bounds it in time and aborts the comm when it fails."""
     from distributed.core import clean_exception
     from distributed.protocol.pickle import dumps
@@ -115,12 +196,12 @@ async def run_on_comm(comm: Any, function: Any, **kwargs: Any) -> Any:
 
 def retire_workers(client: Any, workers: list[str], timeout: float) -> dict[str, Any]:
     """Retire ``workers`` gracefully (the scheduler copies the data only they hold to its other
-    workers, then closes them), bounded by ``timeout``: the workers retired, by address.
+     workers, then closes them), bounded by ``timeout``: the workers retired, by address.
 
-    ``Client.retire_workers`` is public but takes no timeout of its own; it passes its extra
-    keywords to ``Client.sync``, whose ``callback_timeout`` bounds the whole round trip
-    (distributed 2024.8 – 2026.8), as for :func:`run_on_scheduler`. The scheduler carries on
-    after a timeout; what it has not moved by then is lost with the workers.
+     ``Client.retire_workers`` is public but takes no timeout of its own; it passes its extra
+     keywords to ``Client.sync``, whose ``callback_timeout`` bounds the whole round trip
+    , as for :func:`run_on_scheduler`. The scheduler carries on
+     after a timeout; what it has not moved by then is lost with the workers.
     """
     retired = client.retire_workers(workers=workers, close_workers=True, callback_timeout=timeout)
     return dict(retired or {})
@@ -130,12 +211,11 @@ def run_on_workers(client: Any, function: Any, timeout: float, *args: Any) -> di
     """``function(*args)`` on every worker, bounded by ``timeout``: address → result, or the
     exception that worker raised.
 
-    ``Client.run`` takes no timeout; its coroutine ``Client._run`` (private; distributed 2024.8 –
-    2026.8) is driven through ``Client.sync`` with ``callback_timeout``, as for
-    :func:`run_on_scheduler`.
+    ``Client.run`` takes no timeout of its own; it hands its extra keywords to ``Client.sync``,
+    whose ``callback_timeout`` bounds the round trip, as for :func:`run_on_scheduler`.
     """
-    result: dict[str, Any] = client.sync(
-        client._run, function, *args, on_error="return", callback_timeout=timeout
+    result: dict[str, Any] = client.run(
+        function, *args, on_error="return", callback_timeout=timeout
     )
     return result
 
@@ -145,7 +225,7 @@ def run_on_workers(client: Any, function: Any, timeout: float, *args: Any) -> di
 # These run inside a Dask scheduler: :mod:`.monitor.scheduler_probe` calls them there, and both
 # modules travel by value (``scheduler_probe.ship_by_value``), so a scheduler elsewhere needs only
 # dask and distributed. They read the scheduler's state objects, which distributed documents for
-# its developers but does not promise to keep (distributed 2024.8 – 2026.8).
+# its developers but does not promise to keep.
 
 
 def task_stream_plugin(scheduler: Any) -> Any:
@@ -194,7 +274,7 @@ def offered_resources(scheduler: Any) -> Iterator[Mapping[str, Any]]:
 
 def idle_since(scheduler: Any) -> float | None:
     """When the scheduler last ran out of work (None: it has work now): ``Scheduler.idle_since``,
-    which its own periodic ``check_idle`` keeps (distributed 2024.8 – 2026.8)."""
+    which its own periodic ``check_idle`` keeps."""
     value = getattr(scheduler, "idle_since", 0.0)
     return None if value is None else float(value)
 
@@ -220,7 +300,7 @@ def fail_unrunnable(dask_scheduler: Any, keys: list[Any], message: str) -> list[
     unmet (the ``no-workers-timeout`` option), for these keys and what they wait for, at once:
     ``Scheduler.transition(key, "erred", exception=..., cause=key, ...)``, then
     ``Scheduler.transitions`` on what that recommends; ``TaskState.state`` and
-    ``.dependencies`` (distributed 2024.8 – 2026.8). The dependents fail with the same exception,
+    ``.dependencies``. The dependents fail with the same exception,
     now and whenever they are submitted again.
     """
     import pickle
@@ -265,13 +345,13 @@ def fail_unrunnable(dask_scheduler: Any, keys: list[Any], message: str) -> list[
 
 def name_nanny(nanny: Any, name: str) -> None:
     """Give a nanny that has not started its worker yet that worker's name: ``Nanny.name``, which
-    the nanny passes to its worker when it starts it (distributed 2024.8 – 2026.8)."""
+    the nanny passes to its worker when it starts it."""
     nanny.name = name
 
 
 def security_settings(security: Any) -> dict[str, Any]:
     """The settings of a ``distributed.Security`` (its files, ciphers, requirements) by name,
-    as ``Security.__slots__`` lists them (distributed 2024.8 – 2026.8): what a copy of it made
+    as ``Security.__slots__`` lists them: what a copy of it made
     elsewhere needs, without what it made from them."""
     from distributed import Security
 
@@ -279,17 +359,16 @@ def security_settings(security: Any) -> dict[str, Any]:
 
 
 #: the hash seed a nanny gives its workers where the configuration names none or "0" (set inline
-#: in ``Nanny.__init__``, distributed 2024.8 – 2026.8)
+#: in ``Nanny.__init__``, probed)
 NANNY_HASH_SEED = "6640"
-#: the variable by which ``distributed.proctitle`` names a worker's parent (distributed 2024.8 –
-#: 2026.8)
+#: the variable by which ``distributed.proctitle`` names a worker's parent (probed)
 PARENT_PID = "__DASK_PARENT_PID"
 
 
 def setting_before_import(key: str) -> Any:
     """A setting of distributed's read before distributed is imported: its defaults file
     (``distributed.yaml`` beside the package, which ``distributed.config`` merges into dask's
-    configuration as it is imported; 2024.8 – 2026.8) under the user's dask configuration.
+    configuration as it is imported; probed) under the user's dask configuration.
     None where distributed is not installed or the key has no value."""
     import dask.config
 
@@ -304,7 +383,7 @@ def nanny_environ(parent_pid: int) -> dict[str, str]:
     """What a nanny adds to its own process's environment before it starts a worker process,
     foreseen before distributed is imported: ``distributed.nanny.pre-spawn-environ`` (a
     variable already set wins), the hash seed ``Nanny.__init__`` adds, and the parent's pid
-    ``distributed.proctitle`` sets (distributed 2024.8 – 2026.8)."""
+    ``distributed.proctitle`` sets."""
     import os
 
     wanted = setting_before_import("distributed.nanny.pre-spawn-environ") or {}
@@ -336,7 +415,7 @@ def keep_forkserver_preload() -> None:
     process with the ``forkserver`` method, ``distributed.utils.get_mp_context`` imports a list
     of packages into the calling process (pandas among them: a third of a second, on a start's
     path) and makes that list the preload, unless its flag ``_forkserver_preload_set`` says it
-    did already (private; distributed 2024.8 – 2026.8). The preload set here stays."""
+    did already (private). The preload set here stays."""
     import distributed.utils
 
     distributed.utils._forkserver_preload_set = True  # type: ignore[attr-defined]

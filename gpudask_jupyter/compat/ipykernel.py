@@ -6,9 +6,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
-#: newest (:class:`.releases.Checked`)
-CHECKED = ("ipykernel", "6.29", "7.4")
+from .probing import NeedTuple, takes
+
+DISTRIBUTION = "ipykernel"
+ROUTE = "Comm._reply_subshell_for(data, default)"
+SHUTDOWN = "Kernel.do_shutdown(restart)"
+
+
+def needs() -> list[NeedTuple]:
+    from ipykernel.comm.comm import Comm
+    from ipykernel.kernelbase import Kernel
+
+    return [
+        (
+            ROUTE,
+            lambda: takes(Comm._reply_subshell_for, 3),
+            "the panel's buttons are answered on the main shell, after a running cell "
+            "(an ipykernel without subshells)",
+        ),
+        (
+            SHUTDOWN,
+            lambda: takes(Kernel.do_shutdown, 2),
+            "the cluster is closed at the kernel's exit, not as its shutdown request arrives",
+        ),
+    ]
+
 
 #: marks a ``do_shutdown`` this package put on a kernel
 _OURS = "gpudask"
@@ -17,8 +39,8 @@ _OURS = "gpudask"
 def route_replies(comm: Any, choose: Callable[[Any, str | None], str | None]) -> bool:
     """Have ``comm``'s incoming messages handled on the shell ``choose(data, sent_to)`` names
     (None: the main shell). ipykernel (7.4, with subshells) asks the comm's
-    ``_reply_subshell_for`` (private) where each message goes; ipykernel's own bookkeeping still
-    runs first. False where this ipykernel routes nothing (before subshells)."""
+    ``_reply_subshell_for`` (private; probed) where each message goes; ipykernel's own
+    bookkeeping still runs first. False where this ipykernel routes nothing (before subshells)."""
     routed = getattr(comm, "_reply_subshell_for", None)
     if comm is None or not callable(routed):
         return False
@@ -34,7 +56,7 @@ def route_replies(comm: Any, choose: Callable[[Any, str | None], str | None]) ->
 def wrap_shutdown(kernel: Any, before: Callable[[bool], None]) -> bool:
     """Run ``before(restart)`` on the kernel's shutdown request, then ipykernel's own: the
     kernel's ``do_shutdown`` (a method ipykernel's shutdown handler calls; replaced on the
-    instance, ipykernel 6.29 – 7.4). False where the kernel has none or it is already ours."""
+    instance; probed). False where the kernel has none or it is already ours."""
     original = getattr(kernel, "do_shutdown", None)
     if original is None or getattr(original, _OURS, False):
         return False

@@ -1,6 +1,9 @@
 """The private parts of Python's standard library this package calls: multiprocessing's resource
-tracker, ended before the kernel exits. (The workers' fork server, :mod:`..cluster.fork_server`,
-uses multiprocessing's public means alone.)
+tracker, ended before the kernel exits, and what the workers' fork server
+(:mod:`..cluster.fork_server`) relies on beyond multiprocessing's documented means.
+
+Seen working on CPython 3.11 to 3.14 (3.14 makes ``forkserver`` Linux's default start method;
+distributed names its own, so the workers' start is unchanged).
 """
 
 from __future__ import annotations
@@ -9,9 +12,42 @@ import contextlib
 import os
 from typing import Any
 
-#: the library (its name on PyPI) and the releases these calls were checked on, lowest and
-#: newest (:class:`.releases.Checked`)
-CHECKED = ("python", "3.11", "3.11")
+from .probing import NeedTuple, has_path, source_holds, takes
+
+DISTRIBUTION = "python"
+
+TRACKER = "multiprocessing.resource_tracker._resource_tracker's _lock, _fd and _pid"
+LAUNCH = "multiprocessing.forkserver.ensure_running()"
+COMMAND = "the fork server's command line (from multiprocessing.forkserver import main)"
+ORIGINAL_DIR = "multiprocessing.process.ORIGINAL_DIR"
+#: what launching the workers' fork server ahead needs of Python
+FORK_SERVER = (LAUNCH, COMMAND, ORIGINAL_DIR)
+
+
+def needs() -> list[NeedTuple]:
+    """What this module calls, each with a check and what is done without it."""
+    from multiprocessing import forkserver, process, resource_tracker
+
+    def tracker() -> None:
+        for name in ("_lock", "_fd", "_pid"):
+            getattr(resource_tracker._resource_tracker, name)  # type: ignore[attr-defined]
+
+    spawned = "a start's workers are spawned, as they were before the fork server"
+    return [
+        (
+            TRACKER,
+            tracker,
+            "the resource tracker is left to end after the kernel, which can hold a kernel's "
+            "shutdown for a few seconds",
+        ),
+        (LAUNCH, lambda: takes(forkserver.ensure_running), spawned),
+        (
+            COMMAND,
+            lambda: source_holds(forkserver.ForkServer.ensure_running, FORK_SERVER_COMMAND),
+            spawned,
+        ),
+        (ORIGINAL_DIR, lambda: has_path(process, "ORIGINAL_DIR"), spawned),
+    ]
 
 
 def detach_resource_tracker() -> int | None:
@@ -19,8 +55,13 @@ def detach_resource_tracker() -> int | None:
     ``_stop`` does (closing that pipe tells the tracker to finish: it removes what was left
     registered, then exits): the tracker's pid, for the caller to wait on; None where none runs.
     Relies on ``resource_tracker._resource_tracker``'s ``_lock``, ``_fd`` and ``_pid``
-    (private; Python 3.11)."""
+    (private; probed): None where they are not there, and the tracker ends by itself."""
     from multiprocessing import resource_tracker
+
+    from .probes import usable
+
+    if not usable(DISTRIBUTION, TRACKER):
+        return None
 
     tracker: Any = resource_tracker._resource_tracker  # type: ignore[attr-defined]
     with tracker._lock:
@@ -34,17 +75,25 @@ def detach_resource_tracker() -> int | None:
 
 
 #: what the command line of multiprocessing's fork server holds (``forkserver.ensure_running``
-#: runs ``python -c "from multiprocessing.forkserver import main; main(...)"``; Python 3.11): how
-#: a process tells its fork server among its children
+#: runs ``python -c "from multiprocessing.forkserver import main; main(...)"``, after an
+#: ``import sys`` from 3.14 on; probed): how a process tells its fork server among its children
 FORK_SERVER_COMMAND = "from multiprocessing.forkserver import main"
 
 
 def launch_fork_server() -> None:
     """Launch multiprocessing's fork server now, where none runs, without waiting for its
     preload: ``multiprocessing.forkserver.ensure_running`` (public in its module, not in the
-    documentation; Python 3.11). The server takes this process's environment of this moment;
+    documentation; probed). The server takes this process's environment of this moment;
     the documented way, starting a process through it, would launch it whenever that thread got
     there and wait for its imports."""
     from multiprocessing import forkserver
 
     forkserver.ensure_running()
+
+
+def original_dir() -> str | None:
+    """The directory this process started in, as spawn hands it to a child
+    (``multiprocessing.process.ORIGINAL_DIR``, not documented; probed); None where unknown."""
+    from multiprocessing import process
+
+    return getattr(process, "ORIGINAL_DIR", None)

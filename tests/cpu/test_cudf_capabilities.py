@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from gpudask_jupyter.compat import cudf as compat_cudf
+from gpudask_jupyter.compat import probing
 from gpudask_jupyter.convert import arrow_columns
 from gpudask_jupyter.convert.distribute import coded_columns, device_blocks, device_packing
 
@@ -175,7 +176,10 @@ def test_a_signature_that_cannot_be_read_is_not_held_against_the_call(
     fake: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:
     monkeypatch.setattr(fake[1].Column, "__doc__", None)  # neither inspect nor the docstring says
-    with caplog.at_level(logging.DEBUG, logger=LOGGER):
+    with (
+        caplog.at_level(logging.DEBUG, logger=LOGGER),
+        caplog.at_level(logging.DEBUG, logger=probing.log.name),
+    ):
         assert compat_cudf.builds_from_plc()
     assert _warnings(caplog) == []
     assert any("cannot be read" in r.getMessage() for r in caplog.records)
@@ -192,15 +196,15 @@ def test_the_signatures_cython_writes_are_read_as_pylibcudf_writes_them() -> Non
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             pass
 
-    signature = compat_cudf._signature(Column)
+    signature = probing.signature(Column)
     assert signature is not None
     assert tuple(signature.parameters) == (*compat_cudf.PLC_COLUMN_PARAMETERS, "validate")
     assert signature.parameters["validate"].default is not signature.empty
     compat_cudf._column_constructor(Column)
     Column.__doc__ = "gpumemoryview(obj: Any)\n\nMinimal representation of a memory buffer."
-    assert compat_cudf._signature(Column) is None  # another name: not its signature
+    assert probing.signature(Column) is None  # another name: not its signature
     Column.__doc__ = "Column(dict[str, int] table, *args)"
-    assert compat_cudf._signature(Column) is None  # any number of arguments: nothing to check
+    assert probing.signature(Column) is None  # any number of arguments: nothing to check
 
 
 def test_spilling_takes_cudfs_own_path_without_a_warning(
