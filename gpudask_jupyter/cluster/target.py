@@ -78,9 +78,9 @@ class AttachTarget:
     def _security(self, **roles: Any) -> Any:
         if self.ca_file is None:
             return None
-        from distributed import Security
+        from .tls_contexts import ClusterSecurity
 
-        return Security(
+        return ClusterSecurity(
             tls_ca_file=self.ca_file,
             tls_client_cert=self.cert_file,
             tls_client_key=self.key_file,

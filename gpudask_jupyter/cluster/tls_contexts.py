@@ -9,10 +9,18 @@ connections and threads. Its listening side sends no TLS 1.3 session tickets: no
 resumes a session, so each handshake would make and send two for nothing. Verification is
 distributed's own (mutual, against the cluster's CA). A worker process gets the object without
 its contexts, which cannot be pickled, and makes its own.
+
+Every context takes a peer's close without TLS's closing message as a plain end of stream
+(``OP_IGNORE_UNEXPECTED_EOF``): tornado closes TLS connections that way, and with OpenSSL 3.5
+and newer (Debian 13, Debian unstable; Python 3.13 and 3.14 alike) the error such a close raised
+on one connection broke healthy connections of the same process, so that a cluster lost its
+client and workers minutes into a session. Nothing is lost by it: distributed frames every
+message with its length, so a stream cut short is still an error.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +43,8 @@ class ClusterSecurity(Security):  # type: ignore[misc]
         if args is None:
             args = make(role)
             context = args.get("ssl_context")
+            if context is not None:
+                context.options |= ssl.OP_IGNORE_UNEXPECTED_EOF
             if use == "listen" and context is not None:
                 context.num_tickets = 0
             args = made.setdefault(key, args)  # two threads at once: both get the first

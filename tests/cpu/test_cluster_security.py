@@ -350,6 +350,27 @@ def test_one_context_per_use_shared_by_every_role(runtime_dir: Path) -> None:
     assert security.get_connection_args("client")["require_encryption"] is True
 
 
+def test_every_context_takes_a_close_without_close_notify_as_an_end(runtime_dir: Path) -> None:
+    """tornado closes TLS connections without TLS's closing message; with OpenSSL 3.5 and newer
+    the error that raised broke other connections of the process (a cluster lost its client).
+    The contexts of a started cluster and of an attached one take such a close as an end of
+    stream; scripts/test_pythons.sh runs the notebooks where OpenSSL is that new."""
+    import ssl
+
+    from gpudask_jupyter.cluster.target import AttachTarget
+
+    security = temporary_tls_security("kernel-a")
+    files = security.get_tls_config_for_role("client")
+    target = AttachTarget("tls://127.0.0.1:1", files["ca_file"], files["cert"], files["key"])
+    contexts = [
+        security.get_connection_args("client")["ssl_context"],
+        security.get_listen_args("scheduler")["ssl_context"],
+        target.security().get_connection_args("client")["ssl_context"],
+        target.worker_security().get_listen_args("worker")["ssl_context"],
+    ]
+    assert all(context.options & ssl.OP_IGNORE_UNEXPECTED_EOF for context in contexts)
+
+
 def test_a_worker_gets_the_settings_and_makes_its_own_contexts(runtime_dir: Path) -> None:
     import pickle
 
