@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes the environment the workshop runs in: a virtual environment in DIR (default .venv) with
 # the package, JupyterLab, Notebook 7, Voila and everything the notebooks import (the
-# `workshop` extra), plus GPUDASK_EXTRAS (e.g. gpu) when set. scripts/lab.sh starts JupyterLab
+# `workshop` extra), plus GPUDASK_EXTRAS (e.g. gpu) when set, at the releases of the lock
+# (requirements/test.lock). scripts/lab.sh starts JupyterLab
 # from it; scripts/test.sh makes one of its own and runs the notebooks there. When nothing it is
 # made from changed since its install, it is kept as it is, at once.
 #
@@ -20,7 +21,8 @@ wanted() {
   {
     echo "extras=${GPUDASK_EXTRAS:-}"
     "$dir/bin/python" --version
-    sha256sum pyproject.toml labextension/package.json labextension/package-lock.json
+    sha256sum pyproject.toml requirements/test.lock labextension/package.json \
+      labextension/package-lock.json
     find labextension/src -type f -print0 | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
 }
@@ -31,6 +33,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
   echo "$dir: up to date (nothing it is made from changed since its install)"
   exit 0
 fi
-"$dir/bin/python" -m pip install -q --upgrade pip
-"$dir/bin/python" -m pip install -q -e ".[workshop${GPUDASK_EXTRAS:+,$GPUDASK_EXTRAS}]"
+# at the releases the lock pins (the tests ran with them); a GPU extra's libraries that the
+# lock does not name are resolved afresh
+./scripts/lock_install.sh "$dir" "workshop${GPUDASK_EXTRAS:+,$GPUDASK_EXTRAS}"
 echo "$want" > "$stamp"

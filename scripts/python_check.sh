@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One Python's checks for scripts/test_pythons.sh (which says what they are), run where that
+# Python is: the wheel WHEEL into a fresh virtual environment VENV at the lock's releases, then
+# the probes, a first session and the notebooks (MODE notebooks) or the CPU tier (MODE cpu).
+#
+#   ./scripts/python_check.sh PYTHON VENV notebooks|cpu WHEEL
+set -euo pipefail
+cd "$(dirname "$0")/.."
+py=$1 venv=$2 mode=$3 wheel=$4
+lock=requirements/test.lock
+rm -rf "$venv"
+"$py" -m venv "$venv"
+"$venv/bin/python" -m pip install -q "$(grep -E '^uv==' "$lock" | cut -d' ' -f1)"
+"$venv/bin/uv" pip install -q --python "$venv/bin/python" -c "$lock" "$wheel[test]"
+# kernels start "python" from PATH: it must be this environment's
+PATH="$(cd "$venv" && pwd)/bin:$PATH"
+export PATH
+echo "$("$venv/bin/python" --version), the wheel $(basename "$wheel")"
+"$venv/bin/python" -m gpudask_jupyter.compat
+# -P: the package comes from the environment (the wheel), not from this checkout
+tests=(tests/cpu/test_compat_probes.py tests/cpu/test_first_session.py tests/cpu/test_notebooks.py)
+[ "$mode" != cpu ] || tests=(tests/cpu)
+"$venv/bin/python" -P -m pytest -q -p no:cacheprovider -ra "${tests[@]}"
