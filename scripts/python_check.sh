@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One Python's checks for scripts/test_pythons.sh (which says what they are), run where that
-# Python is: the wheel WHEEL into a fresh virtual environment VENV at the lock's releases, then
-# the probes, a first session and the notebooks (MODE notebooks) or the CPU tier (MODE cpu).
+# Python is: the wheel WHEEL into a fresh virtual environment VENV by pip, at the lock's releases,
+# then the probes, a first session and the notebooks (MODE notebooks) or the CPU tier (MODE cpu).
 #
 #   ./scripts/python_check.sh PYTHON VENV notebooks|cpu WHEEL
 set -euo pipefail
@@ -10,8 +10,8 @@ py=$1 venv=$2 mode=$3 wheel=$4
 lock=requirements/test.lock
 rm -rf "$venv"
 "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install -q "$(grep -E '^uv==' "$lock" | cut -d' ' -f1)"
-"$venv/bin/uv" pip install -q --python "$venv/bin/python" -c "$lock" "$wheel[test]"
+# as a newcomer installs it: pip, into a fresh environment (the lock's releases as constraints)
+"$venv/bin/python" -m pip install -q -c "$lock" "$wheel[test]"
 # kernels start "python" from PATH: it must be this environment's
 PATH="$(cd "$venv" && pwd)/bin:$PATH"
 export PATH
