@@ -40,7 +40,7 @@ for dist in sorted(md.distributions(), key=lambda d: canonicalize_name(d.metadat
     if name in locked and locked[name] != dist.version:
         newer += 1
         print(f"  {name}: {locked[name]} -> {dist.version}")
-    elif name not in locked and name != "gpudask-jupyter":
+    elif name not in locked and name not in ("gpudask-jupyter", "pip", "setuptools"):
         print(f"  {name}: (not in the lock) -> {dist.version}")
 print(f"  {newer} of {len(locked)} locked packages have a newer release")
 PY
