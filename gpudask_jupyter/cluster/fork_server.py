@@ -251,6 +251,9 @@ class Ahead:
             log.debug("the workers are spawned: the fork server's %s differs", differs)
             yield
             return
+        if not _distributed_lets_fork():  # said once, by the probe
+            yield
+            return
         import dask.config
 
         from .. import compat
@@ -290,12 +293,23 @@ def module_path() -> tuple[str, ...]:
 
 
 def _can_fork() -> bool:
-    """Whether Python and distributed offer what launching the server ahead relies on (probed
-    once a process; a lack is said once, and the workers are spawned)."""
+    """Whether Python offers what launching the server ahead relies on (probed once a process;
+    a lack is said once, and the workers are spawned). Only the standard library is looked at:
+    distributed is not imported yet, and importing it here would delay the launch."""
     from .. import compat
-    from ..compat import distributed, python
+    from ..compat import python
 
-    return compat.usable("python", *python.FORK_SERVER) and compat.usable(
+    return compat.usable("python", *python.FORK_SERVER)
+
+
+def _distributed_lets_fork() -> bool:
+    """Whether distributed offers what forking its workers from the server relies on: its
+    preload flag, its defaults file and the variables its nanny sets (probed once a process, as
+    the cluster is made, when distributed is imported anyway)."""
+    from .. import compat
+    from ..compat import distributed
+
+    return compat.usable(
         "distributed", distributed.PRELOAD, distributed.DEFAULTS, distributed.NANNY_SEED
     )
 

@@ -12,7 +12,6 @@ from lab_support import (
     ARTIFACTS,
     Lab,
     axe_violations,
-    kernel_idle,
     measured,
     set_theme,
     shot,
@@ -55,7 +54,15 @@ def test_run_all_draws_the_work_while_it_runs_and_keeps_it_after(
         arg=PANEL,
         timeout=120_000,
     )
-    assert not kernel_idle(lab), "the notebook ended before the panel drew its work"
+    # the notebook has neither failed nor reached its stop (it waits at the gate): asked of the
+    # page, not of the kernel's state on the server, which can read idle for a moment while Run
+    # All goes on (seen once in a full run)
+    ended = page.evaluate(
+        """() => [...document.querySelectorAll('.jp-OutputArea-output')].some(o =>
+            o.textContent.includes('Cluster stopped')
+            || o.dataset.mimeType === 'application/vnd.jupyter.error')"""
+    )
+    assert not ended, "the notebook ended before the panel drew its work"
     during = view_data(page, PANEL)
     assert during["state"] == "live" and during["liveness"] == "live", during
     assert "not responding" not in page.locator(f"{PANEL} .gpudask-view").inner_text()

@@ -83,17 +83,18 @@ def test_a_lack_is_said_once_in_a_sentence_and_the_caller_falls_back(
     ]
 
 
-def test_the_fork_server_is_not_launched_where_distributed_lacks_its_preload_flag(
+def test_workers_are_not_forked_where_distributed_lacks_its_preload_flag(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import distributed.utils
 
     from gpudask_jupyter.cluster import fork_server
 
-    assert fork_server._can_fork()
+    assert fork_server._can_fork() and fork_server._distributed_lets_fork()
     probes.forget()
     monkeypatch.delattr(distributed.utils, "_forkserver_preload_set")
-    assert not fork_server._can_fork()
+    assert fork_server._can_fork()  # launching looks at Python alone, before distributed
+    assert not fork_server._distributed_lets_fork()
     lacks = probes.probe("distributed").lacks()
     assert [lack.name for lack in lacks] == ["distributed.utils._forkserver_preload_set"]
     assert (
