@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=$1 venv=$2 mode=$3 wheel=$4
+# the notebooks run in this Python's environment, not in the workshop environment that
+# scripts/test.sh made for the machine's own Python
+unset GPUDASK_NOTEBOOK_PYTHON GPUDASK_REQUIRE_LAB_ENV
 lock=requirements/test.lock
 rm -rf "$venv"
 "$py" -m venv "$venv"
