@@ -69,6 +69,7 @@ class Probe:
         self._release = release
         self._lock = threading.Lock()
         self._found: tuple[Lack, ...] | None = None
+        self._listed: frozenset[str] | None = None  # the names needs() gave, once probed
 
     def lacks(self) -> tuple[Lack, ...]:
         """What is missing, probed on first use and kept; each lack logged once, as a warning."""
@@ -83,13 +84,14 @@ class Probe:
         """Whether the call named ``name`` (as its compat module's ``needs()`` names it) is
         there; a name the module does not list is a programming error."""
         lacking = {lack.name for lack in self.lacks()}
-        if name not in self._names():
+        if self._listed is not None and name not in self._listed:
             raise KeyError(f"{self.module}.needs() lists no {name!r}")
         return name not in lacking
 
     def forget(self) -> None:
         with self._lock:
             self._found = None
+            self._listed = None
 
     def release(self) -> str | None:
         """The installed release, or None where the library is not installed."""
@@ -102,12 +104,6 @@ class Probe:
         except importlib.metadata.PackageNotFoundError:
             return None
 
-    def _names(self) -> set[str]:
-        try:
-            return {name for name, _, _ in self._needs()}
-        except Exception:
-            return set()
-
     def _probe(self) -> tuple[Lack, ...]:
         release = self.release()
         if release is None:
@@ -118,6 +114,7 @@ class Probe:
             log.debug("probing %s %s failed", self.distribution, release, exc_info=True)
             whole = f"a probe that runs ({type(err).__name__}: {err})"
             return (Lack(self.distribution, release, whole, "every call of it falls back"),)
+        self._listed = frozenset(name for name, _, _ in needs)
         lacking = []
         for name, check, without in needs:
             try:
