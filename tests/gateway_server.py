@@ -81,6 +81,15 @@ class GatewayServer:
         self.log.flush()
         return (self.work / "gateway.log").read_text(errors="replace")[-4000:]
 
+    def logs(self) -> str:
+        """The server's log and the logs of every cluster still running (a cluster's folder and
+        its logs go when it stops): what a failed test prints to say what the gateway did."""
+        parts = [f"--- gateway.log (end)\n{self.tail()}"]
+        for log in sorted((self.work / "clusters").glob("*/logs/*.log")):
+            text = log.read_text(errors="replace")[-3000:]
+            parts.append(f"--- {log.parent.parent.name}/{log.name} (end)\n{text}")
+        return "\n".join(parts)
+
     def running(self) -> list[str]:
         """The names of the running clusters (of any user), as the gateway lists them."""
         import getpass

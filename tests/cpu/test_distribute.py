@@ -518,8 +518,10 @@ def test_segments_of_a_killed_kernel_are_removed_at_the_next_use(client, tmp_pat
 
     script = tmp_path / "kernel.py"
     script.write_text(KILLED_KERNEL)
-    # a paused worker does not read its segments: some are still there when the kernel dies
-    client.run(_pause, paused=True, workers=[sorted(client.scheduler_info()["workers"])[0]])
+    # a paused worker does not read its segments: with every worker paused, each segment the
+    # kernel wrote is still there when it dies (with one running, the segment seen could be one
+    # that worker read and the kernel removed before the kill)
+    client.run(_pause, paused=True)
     kernel = subprocess.Popen(
         [sys.executable, str(script), client.scheduler.address], stdout=subprocess.PIPE
     )

@@ -37,13 +37,16 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]
 
 
 @pytest.fixture
-def hub_env(gateway: GatewayServer, monkeypatch: pytest.MonkeyPatch) -> GatewayServer:
-    """The gateway's address as daskhub gives it to every user."""
+def hub_env(gateway: GatewayServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[GatewayServer]:
+    """The gateway's address as daskhub gives it to every user. Its logs and those of the
+    clusters a failed test left running are printed as it ends (pytest shows them on failure:
+    a worker that left, seen once in CI, says why only there)."""
     import dask.config
 
     monkeypatch.setenv("DASK_GATEWAY__ADDRESS", gateway.address)
     dask.config.refresh()
-    return gateway
+    yield gateway
+    print(gateway.logs())
 
 
 def _start(shell: Any, extra: str = "") -> Any:
