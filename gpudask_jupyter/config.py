@@ -245,6 +245,15 @@ OPTIONS: dict[str, Option] = {
             "among them, spread over the GPUs); 0: no plan, shares follow the holders present.",
         ),
         Option(
+            "room-kernels",
+            12,
+            _positive_int,
+            "Kernels one student may hold GPUs from at once on a shared machine (a notebook per "
+            "chapter fits); a start beyond it names the student's notebooks that hold the room. "
+            "Whatever the number, a student's kernels share that student's part of a GPU. "
+            "0: no limit.",
+        ),
+        Option(
             "room-names",
             "none",
             _names,

@@ -7,8 +7,6 @@ sidebar and in a projector-sized window, with no serious or critical axe-core vi
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +25,7 @@ from lab_support import (
     sidebar_width,
 )
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from room_locks import StandIn
 
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.machine import processes
@@ -60,34 +59,36 @@ STUDENTS = [
 
 
 @pytest.fixture
-def sleeper() -> Iterator[int]:
-    """A live process the other students' leases name as their kernel."""
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+def sleeper() -> Iterator[list[StandIn]]:
+    """Live processes, one per other student, of that student's account: their kernels, each
+    holding the lock of its lease."""
+    made = [StandIn(uid=uid) for uid, *_ in STUDENTS]
     try:
-        yield child.pid
+        yield made
     finally:
-        child.kill()
-        child.wait()
+        for process in made:
+            process.stop()
 
 
-def _other_students(room: Path, pid: int) -> None:
+def _other_students(room: Path, kernels: list[StandIn]) -> None:
     """Leases of three other students, as their kernels would write them (files of their own,
-    in folders of their own)."""
+    in folders of their own, each kernel holding its lock)."""
     now = time.time()
-    for uid, user, gpu, idle_for in STUDENTS:
+    for (uid, user, gpu, idle_for), kernel in zip(STUDENTS, kernels, strict=True):
         directory = RoomDir(room, uid=uid)
         uuid = f"GPU-00000000-0000-0000-0000-{gpu:012d}"  # the test seam's GPUs
         lease = Lease(
             uid,
             user,
-            pid,
-            processes.process_started(pid) or 0,
+            kernel.pid,
+            processes.process_started(kernel.pid) or 0,
             f"kernel-of-{user}",
             [Share(uuid, gpu, 2 * GiB)],
             now - 600,
             now - idle_for,
         )
         os.chown(directory.folder(), uid, -1)
+        kernel.hold(directory.folder())
         os.chown(directory.write(lease), uid, -1)
 
 
@@ -202,7 +203,7 @@ def _on_a_projector(page: Any, theme: str) -> None:
 
 
 def test_a_student_sees_the_room_in_the_panel_and_the_sidebar(
-    room_lab: tuple[Lab, Path], browser: Any, sleeper: int
+    room_lab: tuple[Lab, Path], browser: Any, sleeper: list[StandIn]
 ) -> None:
     lab, room = room_lab
     page = open_page(browser, 1600, 1800)  # tall: element screenshots show whole sections

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from room_locks import pretend_held
 
 from gpudask_jupyter.cluster.room import leases
-from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
+from gpudask_jupyter.cluster.room.leases import SUFFIX, Lease, RoomDir, Share
 from gpudask_jupyter.machine import processes
 
 FAKE = str(Path(__file__).parents[1] / "fake_gpu")
@@ -175,6 +176,7 @@ def own_lease(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lease
         [Share("GPU-x", 0, 400 * MiB)], time.time(), time.time(), workers=[os.getpid()],
         elastic=True, pool=64 * MiB,
     )  # fmt: skip
+    pretend_held(monkeypatch, room.folder() / f"{parent}{SUFFIX}", parent)
     room.write(lease)
     with dask.config.set({"gpudask.room-dir": str(room.path)}):
         yield lease

@@ -42,7 +42,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from gpudask_jupyter.cluster.room import leases, measure, shares
+from gpudask_jupyter.cluster.room import leases, measure, proof, shares
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.cluster.room.placement import CONTEXT_RESERVE, CONTEXTS_PER_HOLDER, MIN_SHARE
 from gpudask_jupyter.errors import ClusterError
@@ -85,14 +85,47 @@ class Room(RuleBasedStateMachine):
         self.model = Model(memory={d.uuid: {} for d in DEVICES})
         self.next_pid = 100_000
         self.live: list[Student] = []
-        self._saved = (leases.kernel_alive, processes.parent_of, processes.owner_uid)
-        leases.kernel_alive = lambda pid, started: pid in self.model.alive  # type: ignore[assignment]
+        self.reused: dict[int, int] = {}  # pid: the start of the process that has it now
+        self.hidden_pids: set[int] = set()  # pids /proc hides (hidepid)
+        self.holders: dict[str, int] = {}  # a lock file's name: the pid (here) that holds it
+        self.namespaces = 0
+        self._saved = (
+            proof.lock_table,
+            processes.parent_of,
+            processes.owner_uid,
+            processes.process_started,
+        )
+        proof.lock_table = self.lock_table  # type: ignore[assignment]
         processes.parent_of = self.model.parent.get  # type: ignore[assignment]
-        processes.owner_uid = self.model.owner.get  # type: ignore[assignment]
+        processes.owner_uid = self.owner  # type: ignore[assignment]
+        processes.process_started = self.started  # type: ignore[assignment]
 
     def teardown(self) -> None:
-        leases.kernel_alive, processes.parent_of, processes.owner_uid = self._saved  # type: ignore[misc]
+        (proof.lock_table, processes.parent_of, processes.owner_uid, processes.process_started) = (
+            self._saved
+        )  # type: ignore[misc]
         shutil.rmtree(self.path, ignore_errors=True)
+
+    def started(self, pid: int) -> int | None:
+        """A model process's start (a lease names its kernel's as ``pid * 7``; a reused pid's
+        is another), None where ``/proc`` hides it."""
+        if pid not in self.model.alive or pid in self.hidden_pids:
+            return None
+        return self.reused.get(pid, pid * 7)
+
+    def owner(self, pid: int) -> int | None:
+        return None if pid in self.hidden_pids else self.model.owner.get(pid)
+
+    def lock_table(self, path: str = proof.LOCKS) -> dict[proof.LockId, int]:
+        """The machine's locks: every live model kernel holds the lock beside its lease (the
+        lock files are real, the holders the model's; a reused pid holds none)."""
+        table = {}
+        for lock in self.path.glob(f"*/*{proof.LOCK_SUFFIX}"):
+            pid = self.holders.get(lock.name, 0)
+            if pid in self.model.alive and pid not in self.reused:
+                info = os.stat(lock)
+                table[(os.major(info.st_dev), os.minor(info.st_dev), info.st_ino)] = pid
+        return table
 
     # -- the machine as NVML shows it -------------------------------------------------------
 
@@ -125,10 +158,18 @@ class Room(RuleBasedStateMachine):
             os.chown(folder, uid, -1)
         return directory
 
-    def write(self, lease: Lease) -> None:
+    def write(self, lease: Lease, holder: int | None = None) -> None:
+        """Write ``lease`` and its lock file, held by ``holder`` (by default its kernel, as
+        this process numbers it)."""
         path = self.room(lease.uid).write(lease)
+        lock = path.with_name(path.name[: -len(leases.SUFFIX)] + proof.LOCK_SUFFIX)
+        self.holders.setdefault(lock.name, lease.pid if holder is None else holder)
+        if not lock.exists():
+            lock.touch(mode=proof.LOCK_MODE)
+            os.chmod(lock, proof.LOCK_MODE)
         if lease.uid != ME:
             os.chown(path, lease.uid, -1)
+            os.chown(lock, lease.uid, -1)
 
     def counted(self) -> list[Lease]:
         return RoomDir(self.path).leases()
@@ -139,29 +180,68 @@ class Room(RuleBasedStateMachine):
         found = self.counted() if found is None else found
         return shares.cap_of(student.lease, found, self.nvml(), own_held)
 
+    def expected(self, uuid: str, newcomer: int | None = None) -> dict[str, int] | None:
+        """Every holder's cap on GPU ``uuid`` as the room's rule gives it, computed here from
+        the model alone (who owns which process, what each holds): water-filled among the
+        accounts present, then among each account's kernels; contexts set aside per account,
+        as many as its processes on the GPU and at least two. ``newcomer``: a new kernel of
+        that account, under the key "new". None where NVML hides the GPU's processes."""
+        if uuid in self.model.hidden:
+            return None
+        memory = self.model.memory[uuid]
+        here = [s for s in self.live if s.uuid == uuid]
+        held = {}
+        processes_of: dict[int, int] = {}
+        account = {}
+        raw = 0
+        for s in here:
+            own = [p for p in (s.kernel, *s.workers) if p in memory]
+            held[s.lease.key] = sum(max(0, memory[p] - CONTEXT_RESERVE) for p in own)
+            raw += sum(memory[p] for p in own)
+            account[s.lease.key] = s.lease.uid
+            processes_of[s.lease.uid] = processes_of.get(s.lease.uid, 0) + len(own)
+        contexts = sum(max(CONTEXTS_PER_HOLDER, n) for n in processes_of.values())
+        if newcomer is not None:
+            contexts += CONTEXTS_PER_HOLDER
+            held["new"], account["new"] = 0, newcomer
+        outside = sum(memory.values()) - raw
+        total = DEVICES[0].memory_total - CONTEXT_RESERVE * contexts - outside
+        uids = sorted(set(account.values()))
+        part_held = {u: sum(h for k, h in held.items() if account[k] == u) for u in uids}
+        level = _water(total, list(part_held.values()))
+        out = {}
+        for u in uids:
+            keys = [k for k in held if account[k] == u]
+            inner = _water(max(part_held[u], level), [held[k] for k in keys])
+            out.update({k: max(held[k], inner) for k in keys})
+        return out
+
     # -- what happens in a room -------------------------------------------------------------
 
     @initialize()
     def start(self) -> None:
         self.room().prepare()
 
-    @rule(target=students, workers=st.integers(0, 3), account=st.sampled_from([ME, OTHER]))
-    def arrive(self, workers: int, account: int) -> Student:
+    @rule(
+        target=students,
+        workers=st.integers(0, 3),
+        account=st.sampled_from([ME, OTHER]),
+        contained=st.booleans(),
+    )
+    def arrive(self, workers: int, account: int, contained: bool) -> Student:
+        """A kernel takes its place (``contained``: from a server in a PID namespace of its
+        own, whose lease names its pid there, 7, and its namespace; the lock table shows the
+        pid this process sees)."""
         found = self.counted()
         memory = self.nvml()
         try:
             chosen = shares.choose_elastic(DEVICES, found, 1, memory)
         except ClusterError:
             event("a start refused")
-            for device in DEVICES:  # refused only where no GPU has memory nobody holds
-                held = shares.held_on(device.uuid, found, memory)
-                contexts = held.contexts + CONTEXTS_PER_HOLDER
-                unheld = (
-                    shares.usable(device.memory_total, len(held.holders) + 1, contexts)
-                    - held.outside
-                    - sum(held.holders.values())
-                )
-                assert unheld < MIN_SHARE * (len(held.holders) + 1), (device.uuid, unheld)
+            for device in DEVICES:  # refused only where the account's part is held already
+                if device.uuid not in self.model.hidden:
+                    offered = self.expected(device.uuid, newcomer=account)
+                    assert offered is not None and offered["new"] < MIN_SHARE, (device, offered)
             return None  # type: ignore[return-value]
         device = chosen.devices[0]
         kernel = self._pid(account)
@@ -170,7 +250,11 @@ class Room(RuleBasedStateMachine):
             [Share(device.uuid, device.index, chosen.shares[device.uuid])],
             time.time(), time.time(), elastic=True,
         )  # fmt: skip
-        self.write(lease)
+        if contained:
+            self.namespaces += 1
+            lease.pid, lease.started, lease.pidns = 7, 7, 1_000_000 + self.namespaces
+            event("a kernel in a PID namespace of its own")
+        self.write(lease, holder=kernel)
         self.model.memory[device.uuid][kernel] = CONTEXT_RESERVE  # the kernel's context
         nannies = [self._pid(account, kernel) for _ in range(workers)]
         pids = [self._pid(account, nanny) for nanny in nannies]
@@ -275,6 +359,65 @@ class Room(RuleBasedStateMachine):
                     assert self.cap(s, found) == self.cap(s, neutral), "a forged figure counted"
         return forger
 
+    @rule(gpu=st.sampled_from(DEVICES), count=st.integers(1, 30))
+    def a_swarm(self, gpu: nvml.Device, count: int) -> None:
+        """Another account starts ``count`` processes of its own, each holding the lock of a
+        well-formed lease on ``gpu``: the others' caps are what one holder of that account
+        (holding nothing) leaves them."""
+        before = None
+        if not any(s.lease.uid == OTHER and s.uuid == gpu.uuid for s in self.live):
+            before = None  # a new account: it costs what one honest student costs
+        else:
+            before = {s.lease.key: self.cap(s) for s in self.live if s.lease.uid != OTHER}
+        for _ in range(count):
+            sleeper = self._pid(OTHER)
+            lease = Lease(
+                OTHER, "mallory", sleeper, sleeper * 7, "k-swarm",
+                [Share(gpu.uuid, gpu.index, 2**40)], 4e9, 4e9, held=2**40, elastic=True,
+            )  # fmt: skip
+            self.write(lease)
+            self.live.append(Student(lease, gpu.uuid, sleeper, [], [], forged=True))
+        event("a swarm")
+        if before is not None and gpu.uuid not in self.model.hidden:
+            after = {s.lease.key: self.cap(s) for s in self.live if s.lease.uid != OTHER}
+            assert after == before, "a swarm of an account present changed another's cap"
+
+    @rule(victim=students)
+    def claim_a_pid(self, victim: Student | None) -> None:
+        """A lease of another account naming ``victim``'s kernel, its lock held by a process
+        of the claimer: it never counts, and changes no cap."""
+        if victim is None or victim not in self.live:
+            return
+        claimer = self._pid(OTHER)
+        lease = Lease(
+            OTHER, "mallory", victim.kernel, victim.kernel * 7, "k-claim",
+            [Share(victim.uuid, 0, 2**40)], 4e9, 4e9, held=2**40, elastic=True,
+        )  # fmt: skip
+        lease.path = self.room(OTHER).folder() / f"{claimer}{leases.SUFFIX}"
+        self.write(lease, holder=claimer)
+        lock = lease.path.with_name(f"{claimer}{proof.LOCK_SUFFIX}")
+        assert lock.exists()
+        event("a pid claimed")
+
+    @rule(student=consumes(students), owner=st.sampled_from([ME, OTHER]))
+    def its_pid_is_reused(self, student: Student | None, owner: int) -> None:
+        """Killed with -9, and its pid given to a new process (of any account): the lease of
+        the kernel that wrote it does not count again."""
+        if student is None or student not in self.live:
+            return
+        self._gone(student)
+        self.model.alive.add(student.kernel)
+        self.model.owner[student.kernel] = owner
+        self.model.parent[student.kernel] = 1
+        self.reused[student.kernel] = student.kernel * 11  # another start
+
+    @rule(student=students)
+    def proc_hides_it(self, student: Student | None) -> None:
+        """``hidepid``: its owner and start can no longer be read; its lock still says it lives."""
+        if student is None or student not in self.live:
+            return
+        self.hidden_pids.add(student.kernel)
+
     @rule()
     def a_corrupt_file(self) -> None:
         folder = self.room(OTHER).folder()
@@ -309,21 +452,42 @@ class Room(RuleBasedStateMachine):
                 continue
             held = shares.held_on(device.uuid, found, memory)
             caps = {s.lease.key: self.cap(s, found) for s in here}
+            if device.uuid in self.model.hidden:
+                # what it can see: its own figure, never below; nothing claimed counts
+                for s in here:
+                    own = max(0, self.model.memory[s.uuid].get(s.kernel, 0) - CONTEXT_RESERVE)
+                    assert caps[s.lease.key] >= own, "a cap below its own figure"
+                continue
+            model = self.expected(device.uuid)
+            assert model is not None
+            assert caps == model, "a cap the room's rule, computed apart, does not give"
             for s in here:
                 assert caps[s.lease.key] >= held.holders[s.lease.key], "a cap below what it holds"
-            if device.uuid in self.model.hidden:
-                # claims stand in for measurements, bounded by what the GPU has in use
-                assert sum(held.holders.values()) + held.outside <= self._used(device.uuid)
-                continue
-            usable = shares.usable(device.memory_total, len(here), held.contexts)
-            taken = sum(max(caps[k], held.holders[k]) for k in caps) + held.outside
-            assert taken <= max(usable, sum(held.holders.values()) + held.outside)
-            missing = sum(max(0, CONTEXTS_PER_HOLDER - held.processes[s.lease.key]) for s in here)
+            accounts: dict[int, int] = {}
+            for s in here:
+                accounts[s.lease.uid] = accounts.get(s.lease.uid, 0) + held.processes[s.lease.key]
+            missing = sum(max(0, CONTEXTS_PER_HOLDER - n) for n in accounts.values())
             free = self._free(device.uuid) - CONTEXT_RESERVE * missing
             for s in here:
                 assert caps[s.lease.key] - held.holders[s.lease.key] <= max(0, free), (
                     "a cap beyond the free memory"
                 )
+
+
+def _water(memory: int, held: list[int]) -> int:
+    """The level ``λ`` with ``Σ max(h, λ) == memory``, by bisection (not the package's walk)."""
+    if not held:
+        return max(0, memory)
+    if sum(held) >= memory:
+        return 0
+    low, high = 0, memory
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sum(max(h, middle) for h in held) <= memory:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 TestRoomInvariants = Room.TestCase

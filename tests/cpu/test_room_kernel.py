@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from room_locks import StandIn
 from support import run_cell as run
 
 from gpudask_jupyter.cluster.room import leases, measure, reading
@@ -46,7 +47,7 @@ def test_students_spread_over_the_gpus_and_see_their_share(kernels: Any, room_en
     assert "room: GPU 1 had nobody else" in two["output"], two["output"]
     room = run(first, "%gpu_cluster room")
     out = room["output"]
-    assert "The room: 2 GPU(s), 2 holders" in out, out
+    assert "The room: 2 GPU(s), 1 student(s), 2 kernel(s)" in out, out
     assert "you" in out and "you (kernel" in out  # the same user's other kernel
     assert len(_lease_files(room_env)) == 2
     stopped = run(first, "%gpu_cluster stop")
@@ -181,8 +182,6 @@ def test_the_room_shows_each_holders_share_of_the_gpus_multiprocessors() -> None
 def test_out_of_memory_on_a_shared_gpu_says_who_holds_it_instead_of_advising_del(
     room_env: Path,
 ) -> None:
-    import subprocess
-    import sys
 
     import dask.config
 
@@ -191,7 +190,7 @@ def test_out_of_memory_on_a_shared_gpu_says_who_holds_it_instead_of_advising_del
     from gpudask_jupyter.cluster.room.leases import RoomDir
     from gpudask_jupyter.machine import processes
 
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    other = StandIn()  # another kernel, holding its lease's lock
     try:
         started = None
         while started is None:
@@ -200,6 +199,7 @@ def test_out_of_memory_on_a_shared_gpu_says_who_holds_it_instead_of_advising_del
         now = time.time()
         directory = RoomDir(room_env)
         assert directory.prepare()
+        other.hold(directory.folder())
         directory.write(
             leases.Lease(
                 os.getuid(),
@@ -219,15 +219,12 @@ def test_out_of_memory_on_a_shared_gpu_says_who_holds_it_instead_of_advising_del
         assert "this GPU is shared with other people (GPU 0: 1 kernel(s) of the room)" in cause
         assert "%gpu_cluster room" in hint and "del" not in hint
     finally:
-        other.kill()
-        other.wait()
+        other.stop()
 
 
 def test_gpus_by_hand_are_leased_and_a_crowded_one_is_said(
     room_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import subprocess
-    import sys
 
     import dask.config
 
@@ -238,7 +235,7 @@ def test_gpus_by_hand_are_leased_and_a_crowded_one_is_said(
     for pinned in ("CUDA_VISIBLE_DEVICES", "CUPY_GPU_MEMORY_LIMIT"):
         monkeypatch.delenv(pinned, raising=False)
     devices = holder.room_devices()
-    others = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in "ab"]
+    others = [StandIn() for _ in "ab"]  # two other kernels, holding their leases' locks
     try:
         directory = RoomDir(room_env)
         assert directory.prepare()
@@ -248,6 +245,7 @@ def test_gpus_by_hand_are_leased_and_a_crowded_one_is_said(
                 started = processes.process_started(other.pid)
             now = time.time()
             share = leases.Share(devices[0].uuid, 0, 2**30)
+            other.hold(directory.folder())
             directory.write(
                 leases.Lease(os.getuid(), "me", other.pid, started, "k", [share], now, now)
             )
@@ -266,8 +264,7 @@ def test_gpus_by_hand_are_leased_and_a_crowded_one_is_said(
                 holder.release()
     finally:
         for other in others:
-            other.kill()
-            other.wait()
+            other.stop()
 
 
 @pytest.mark.usefixtures("room_env")

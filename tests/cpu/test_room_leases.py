@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from room_locks import write_held
 
 from gpudask_jupyter.cluster.room import caps, leases, placement
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
@@ -69,7 +70,7 @@ def test_a_folder_name_taken_by_a_planted_file_is_avoided(tmp_path: Path) -> Non
     assert directory.prepare(), directory.problem
     assert directory.folder().name.startswith(f"gpudask-room-{os.getuid()}-")
     lease = lease_of(gpus(1)[0], GiB)
-    directory.write(lease)
+    write_held(directory, lease)
     assert [x.pid for x in directory.leases()] == [lease.pid]
 
 
@@ -85,7 +86,7 @@ def test_a_directory_that_is_a_symlink_or_a_file_is_refused(tmp_path: Path) -> N
 
 def test_a_lease_round_trips_and_counts_while_its_kernel_lives(room: RoomDir) -> None:
     lease = lease_of(gpus(1)[0], 4 * GiB)
-    room.write(lease)
+    write_held(room, lease)
     found = room.leases()
     assert [(x.pid, x.gpus) for x in found] == [(lease.pid, lease.gpus)]
     assert os.stat(lease.path).st_mode & 0o777 == 0o644  # type: ignore[arg-type]
@@ -98,7 +99,7 @@ def test_planted_files_are_ignored_with_a_log_line_and_never_raise(
 ) -> None:
     caplog.set_level(logging.INFO, logger="gpudask_jupyter.cluster.room.leases")
     good = lease_of(gpus(1)[0], GiB)
-    room.write(good)
+    write_held(room, good)
     suffix = leases.SUFFIX
     folder = room.folder()
     (folder / f"corrupt{suffix}").write_text("{not json")
@@ -129,8 +130,12 @@ def test_planted_files_are_ignored_with_a_log_line_and_never_raise(
     for name in ("corrupt", "huge", "fifo", "link", "foreign", "negative", "version"):
         assert f"{name}{suffix}" in said, name
     assert "names uid" in said
-    for name in (other.name, loose.name, f"gpudask-room-{os.getuid()}-feedf00d"):
+    for name in (loose.name, f"gpudask-room-{os.getuid()}-feedf00d"):
         assert f"ignoring {name}" in said, name
+    # another account's files never reach this account's log above debug; the view counts them
+    assert other.name not in said
+    assert room.skipped[os.getuid() + 1] == 1
+    assert room.skipped[os.getuid()] == 11  # the 9 planted files, 2 folders of its uid
 
 
 def test_a_dead_kernels_lease_no_longer_counts_and_its_owner_removes_it(room: RoomDir) -> None:
@@ -147,7 +152,7 @@ def test_a_dead_kernels_lease_no_longer_counts_and_its_owner_removes_it(room: Ro
 def test_a_reused_pid_does_not_keep_a_lease(room: RoomDir) -> None:
     lease = lease_of(gpus(1)[0], GiB)
     lease.started -= 360_000  # the same pid, another start: the kernel that wrote it is gone
-    room.write(lease)
+    write_held(room, lease)
     assert room.leases() == []
 
 

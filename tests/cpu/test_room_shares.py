@@ -147,17 +147,22 @@ def test_no_figure_in_another_students_lease_changes_a_cap() -> None:
     assert caps[honest[0].key] == caps[honest[1].key] == (_usable(3) - 0) // 3 > 30 * GiB
 
 
-def test_where_nvml_hides_the_processes_claims_count_up_to_what_is_in_use() -> None:
-    """A container that hides the others' processes: each holder's own figure stands in for
-    it, all of them bounded by the memory the GPU has in use."""
-    honest = _lease(11, held=20 * GiB)
+def test_where_nvml_hides_the_processes_no_claim_counts_only_what_is_in_use() -> None:
+    """A container that hides the others' processes: the holder who computes counts its own
+    figure; the rest of what the GPU has in use is split among the other accounts, whatever
+    their leases claim."""
+    me = _lease(11, held=20 * GiB)
     forged = _lease(12, held=139 * GiB)
     in_use = 40 * GiB
     memory = _memory({}, used=in_use)
-    held = shares.held_on(GPU.uuid, [honest, forged], memory)
-    assert sum(held.holders.values()) + held.outside <= in_use
+    held = shares.held_on(GPU.uuid, [me, forged], memory, own=me, own_held=20 * GiB)
+    assert held.holders[me.key] == 20 * GiB
+    assert held.holders[forged.key] == in_use - 20 * GiB - 2 * CONTEXTS_PER_HOLDER * CONTEXT_RESERVE
+    modest = _lease(12, held=0)
+    same = shares.held_on(GPU.uuid, [me, modest], memory, own=me, own_held=20 * GiB)
+    assert same == held  # the figure written counts for nothing
     caps = shares.caps(GPU.memory_total, held)
-    assert caps[honest.key] >= (GPU.memory_total - in_use) // 2
+    assert caps[me.key] >= (GPU.memory_total - in_use) // 2
 
 
 def test_a_holders_own_figure_counts_for_itself_alone() -> None:
@@ -227,6 +232,7 @@ import json, os, sys
 import dask.config
 from gpudask_jupyter.cluster.room import holder
 dask.config.set({"gpudask.room-dir": sys.argv[1], "gpudask.room-students": 0})
+dask.config.set({"gpudask.room-kernels": int(sys.argv[2])})
 devices = holder.room_devices()
 print("ready", flush=True)
 sys.stdin.readline()
@@ -245,13 +251,14 @@ def test_thirty_kernels_arriving_at_once_all_get_a_share_that_fits(
 ) -> None:
     """Thirty processes take their place in the same second, on two 64 GiB GPUs of the seam,
     with no room-students: none is refused, the holders differ by at most one per GPU, and the
-    caps every holder computes from what the machine shows fit each GPU."""
+    caps every holder computes from what the machine shows fit each GPU. They are of one
+    account (as on a server where the whole class shares one), so room-kernels is lifted."""
     room = tmp_path / "room"
     env = {**os.environ, "GPUDASK_ROOM_TEST_GPUS": "2:64GiB"}
     for _ in range(30):
         students.append(
             subprocess.Popen(
-                [sys.executable, "-c", TAKE, str(room)],
+                [sys.executable, "-c", TAKE, str(room), "0"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=env,
@@ -273,6 +280,41 @@ def test_thirty_kernels_arriving_at_once_all_get_a_share_that_fits(
         caps = shares.caps(64 * GiB, shares.held_on(uuid, found, memory))
         assert len(caps) == 15
         assert min(caps.values()) >= MIN_SHARE
-        assert sum(caps.values()) <= 64 * GiB - CONTEXTS_PER_HOLDER * CONTEXT_RESERVE * 15
+        held = shares.held_on(uuid, found, memory)
+        assert held.contexts == CONTEXTS_PER_HOLDER  # one account, no process on the GPU yet
+        assert sum(caps.values()) <= 64 * GiB - CONTEXTS_PER_HOLDER * CONTEXT_RESERVE
     for process in students:
         process.stdin.close()
+
+
+def _take_one(room: Path, limit: int, students: list[Any]) -> dict[str, Any]:
+    """One more kernel of this account takes its place (room-kernels ``limit``): what it said."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", TAKE, str(room), str(limit)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "GPUDASK_ROOM_TEST_GPUS": "1:64GiB"},
+    )
+    students.append(process)
+    assert process.stdout.readline().strip() == b"ready"
+    process.stdin.write(b"go\n")
+    process.stdin.flush()
+    said: dict[str, Any] = json.loads(process.stdout.readline())
+    return said
+
+
+def test_a_student_beyond_room_kernels_is_refused_naming_the_kernels_that_hold_the_room(
+    tmp_path: Path, students: list[Any]
+) -> None:
+    """room-kernels 3: three kernels of this account take their place, the fourth is refused
+    in one sentence naming the three; once one of them ends, the fourth is placed."""
+    room = tmp_path / "room"
+    said = [_take_one(room, 3, students) for _ in range(4)]
+    assert ["error" in s for s in said] == [False, False, False, True]
+    refusal = said[3]["error"]
+    assert "from 3 kernels already" in refusal and "room-kernels" in refusal, refusal
+    kernels = [lease.kernel for lease in RoomDir(room).leases()]
+    assert len(kernels) == 3 and all(kernel in refusal for kernel in kernels), refusal
+    students[0].kill()  # one of them ends: its lock goes with it
+    students[0].wait()
+    assert "gpu" in _take_one(room, 3, students)

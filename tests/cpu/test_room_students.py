@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from local_user import as_student, users
+from room_locks import StandIn
 from support import run_cell as run
 from support import wait_until
 
@@ -34,6 +35,7 @@ from gpudask_jupyter import registry
 from gpudask_jupyter.cluster.room import leases
 from gpudask_jupyter.cluster.room.leases import RoomDir
 from gpudask_jupyter.cluster.room.placement import CONTEXT_RESERVE
+from gpudask_jupyter.machine import processes
 
 GiB = 2**30
 GPU = "GPU-00000000-0000-0000-0000-000000000000"  # the seam's first GPU
@@ -101,47 +103,85 @@ sys.stdin.readline()
 """
 
 
-def test_a_forged_lease_counts_as_one_more_holder_and_nothing_more(
+SWARM = 30
+
+
+def test_another_students_swarm_forgeries_and_claims_cost_the_others_nothing(
     kernels: Any, elastic: Path, accounts: list[Any], public_room: Path
 ) -> None:
+    """The hub's attacks, by mallory, on two kernels of another student: 30 processes of her
+    own, each holding the lock of a well-formed lease (held 139 GiB, taken far in the future,
+    naming the student's kernels as its workers); a lease naming the student's kernel pid;
+    garbage, a link and folders named after others in her folder. The student's kernels keep
+    what an honest second student holding nothing would leave them, the room shows mallory as
+    one student, and nothing of hers reaches the student's cells."""
     _, a = kernels()
     _, b = kernels()
     for kc in (a, b):
         assert run(kc, START)["status"] == "ok"
     pids = [int(run(kc, "import os; print(os.getpid())")["output"]) for kc in (a, b)]
     _show(elastic, {pids[0]: 30 * GiB, pids[1]: 30 * GiB})
-    two = _usable(4) // 2
-    assert [_share_becomes(kc, two) for kc in (a, b)] == [two, two]
-    forge = f"""
-me = os.getpid()
-lease = leases.Lease(
-    os.getuid(), "mallory", me, processes.process_started(me), "k-forged",
-    [leases.Share({GPU!r}, 0, 139 * 2**30)], 4e9, 4e9,
-    workers={pids!r}, held=139 * 2**30, elastic=True,
-)
-directory = holder.room()
-directory.prepare()
-directory.write(lease)
-print("forged", flush=True)
-sys.stdin.readline()
-"""
-    mallory = as_student(accounts[0], forge, room_dir=str(public_room), room_students=0)
+    alone = _usable(2) // 2  # one student: its part, the whole GPU, split among its kernels
+    assert [_share_becomes(kc, alone) for kc in (a, b)] == [alone, alone]
+    mallory = accounts[0]
+    theirs = RoomDir(public_room, uid=mallory.pw_uid)
+    folder = theirs.folder()
+    os.chown(folder, mallory.pw_uid, mallory.pw_gid)
+    swarm = [StandIn(uid=mallory.pw_uid) for _ in range(SWARM)]
+    claimer = StandIn(uid=mallory.pw_uid)  # holds the lock of a lease naming a's kernel
     try:
-        assert mallory.stdout.readline().strip() == "forged"  # type: ignore[union-attr]
-        three = _usable(6) // 3  # as an honest third student, holding nothing, would make it
-        assert three > 30 * GiB
-        assert [_share_becomes(kc, three) for kc in (a, b)] == [three, three]
-        out = run(a, "%gpu_cluster room")["output"]
-        assert "3 holder(s)" in out, out
+        for process in [*swarm, claimer]:
+            process.hold(folder)
+        for i, process in enumerate(swarm):
+            lease = leases.Lease(
+                mallory.pw_uid, mallory.pw_name, process.pid,
+                processes.process_started(process.pid) or 0, f"k-swarm-{i}",
+                [leases.Share(GPU, 0, 139 * GiB)], 4e9, 4e9, workers=pids,
+                held=139 * GiB, elastic=True,
+            )  # fmt: skip
+            os.chown(theirs.write(lease), mallory.pw_uid, mallory.pw_gid)
+        claimed = leases.Lease(
+            mallory.pw_uid, mallory.pw_name, pids[0], processes.process_started(pids[0]) or 0,
+            "k-claimed", [leases.Share(GPU, 0, 139 * GiB)], 4e9, 4e9, held=139 * GiB,
+            elastic=True,
+        )  # fmt: skip
+        claimed.path = folder / f"{claimer.pid}{leases.SUFFIX}"
+        os.chown(theirs.write(claimed), mallory.pw_uid, mallory.pw_gid)
+        for name, data in [("garbage", "{not json"), ("1", "[]")]:
+            planted = folder / f"{name}{leases.SUFFIX}"
+            planted.write_text(data)
+            os.chown(planted, mallory.pw_uid, mallory.pw_gid)
+        os.symlink("/etc/passwd", folder / f"link{leases.SUFFIX}")
+        squat = public_room / f"gpudask-room-{os.getuid()}-0badf00d"  # named after the student
+        squat.mkdir()
+        os.chown(squat, mallory.pw_uid, mallory.pw_gid)
+        # what one honest student holding nothing would leave: two accounts, contexts twice
+        two = _usable(4) // 2 // 2
+        assert two > 30 * GiB
+        assert [_share_becomes(kc, two) for kc in (a, b)] == [two, two]
+        cell = run(a, "%gpu_cluster room")
+        out = cell["output"]
+        assert f"2 student(s), {2 + SWARM} kernel(s)" in out, out
+        assert f"1 other student(s), {SWARM} kernel(s)" in out, out
+        # two rows of the student's own, a's and b's: the claim on a's pid is no "you" row
+        assert out.count("you (kernel") == 1 and f"you (kernel {pids[0]})" not in out, out
+        assert "5 file(s) of 1 account(s)" in out and "do not count" in out, out
+        assert "ignoring" not in out and "room:" not in out.split("The room")[0], out
+        said = run(a, "print('after')")["output"]
+        assert said.strip() == "after", said  # nothing of hers in a later cell either
     finally:
-        mallory.communicate("\n")
+        for process in [*swarm, claimer]:
+            process.stop()
+    assert [_share_becomes(kc, alone) for kc in (a, b)] == [alone, alone]  # her locks went
 
 
 def test_the_newest_holder_leaving_leaves_shares_of_what_is_free(
     kernels: Any, elastic: Path
 ) -> None:
-    """The issue's case: B arrives while A holds nothing; A grows to 100 GiB; C arrives, then
-    leaves: A may keep its 100 GiB and B's share is what nobody holds, not an old plan's."""
+    """The issue's case, on three kernels of one student (the tests' kernels share an account,
+    and a student's part is shared among its kernels as the room's is among students): B
+    arrives while A holds nothing; A grows to 100 GiB; C arrives, then leaves: A may keep its
+    100 GiB and B's share is what nobody holds, not an old plan's."""
     _, a = kernels()
     _, b = kernels()
     for kc in (a, b):
@@ -150,10 +190,10 @@ def test_the_newest_holder_leaving_leaves_shares_of_what_is_free(
     _show(elastic, {a_pid: 100 * GiB})
     _, c = kernels()
     assert run(c, START)["status"] == "ok"
-    third = (_usable(6) - 100 * GiB) // 2
+    third = (_usable(2) - 100 * GiB) // 2  # one account: its contexts set aside once
     assert _share_becomes(b, third) == third
     assert "Cluster stopped" in run(c, "%gpu_cluster stop")["output"]
-    left = _usable(4) - 100 * GiB  # all that A does not hold, contexts set aside
+    left = _usable(2) - 100 * GiB  # all that A does not hold, contexts set aside
     assert _share_becomes(b, left) == left
     assert _share_becomes(a, 100 * GiB) == 100 * GiB  # never below what it holds
     free = 140 * GiB - (100 * GiB + CONTEXT_RESERVE) - CONTEXT_RESERVE  # B's own context
@@ -175,8 +215,9 @@ def test_a_holder_above_an_equal_part_gives_back_what_its_pools_keep(
     kernels: Any, elastic: Path, room_env: Path
 ) -> None:
     """The H200's case: A took 100 GiB alone and freed it, but its pools keep it, so NVML shows
-    it held. Alone, A keeps it; when B comes, A's kernel asks its processes to give it back,
-    and once the machine shows it given back, A and B have equal parts."""
+    it held. Alone, A keeps it; when B comes (another kernel of the student: it is kept below
+    an equal part of the student's share all the same), A's kernel asks its processes to give
+    it back, and once the machine shows it given back, A and B have equal parts."""
     _, a = kernels()
     assert run(a, START)["status"] == "ok"
     a_pid = int(run(a, "import os; print(os.getpid())")["output"])
@@ -187,7 +228,7 @@ def test_a_holder_above_an_equal_part_gives_back_what_its_pools_keep(
     assert run(b, START)["status"] == "ok"
     assert _asked_to_give_back(room_env, a_pid) >= 1
     _show(elastic, {a_pid: 0})  # what the GPU shows once A's pools went
-    two = _usable(4) // 2
+    two = _usable(2) // 2
     assert [_share_becomes(kc, two) for kc in (a, b)] == [two, two]
     b_pid = int(run(b, "import os; print(os.getpid())")["output"])
     assert [lease.give_back for lease in RoomDir(room_env).leases() if lease.pid == b_pid] == [0]
@@ -406,19 +447,11 @@ def test_plain_cupy_in_a_cell_places_and_caps_the_kernel(
 def test_plain_cupy_in_a_full_room_is_refused_in_a_sentence(
     kernels: Any, room_env: Path, fake_cupy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import subprocess
-    import sys
-
     from gpudask_jupyter.cluster.room.leases import Lease, Share
     from gpudask_jupyter.machine import processes
 
     monkeypatch.setenv("DASK_GPUDASK__ROOM_SHARE", "15GiB")  # one student fills a GPU
-    sleepers = [
-        subprocess.Popen(
-            [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
-        )
-        for _ in range(2)
-    ]
+    sleepers = [StandIn() for _ in range(2)]  # two other kernels, holding their leases' locks
     try:
         directory = RoomDir(room_env)
         assert directory.prepare(), directory.problem
@@ -426,6 +459,7 @@ def test_plain_cupy_in_a_full_room_is_refused_in_a_sentence(
             while (started := processes.process_started(sleeper.pid)) is None:
                 pass
             uuid = f"GPU-00000000-0000-0000-0000-{i:012d}"
+            sleeper.hold(directory.folder())
             directory.write(
                 Lease(
                     os.getuid(), "me", sleeper.pid, started, f"k{i}", [Share(uuid, i, 15 * GiB)],
@@ -439,4 +473,4 @@ def test_plain_cupy_in_a_full_room_is_refused_in_a_sentence(
         assert "this kernel has no place on it" in out["output"]
     finally:
         for sleeper in sleepers:
-            sleeper.communicate(b"")
+            sleeper.stop()

@@ -10,16 +10,15 @@ import getpass
 import json
 import logging
 import os
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import dask.config
 import pytest
+from room_locks import StandIn, write_held
 
 from gpudask_jupyter.cluster.room import frame_part, holder, measure, reading
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
@@ -62,21 +61,34 @@ NOTEBOOK = "02_pandas_to_cudf.ipynb"
 
 
 @pytest.fixture
-def other_process() -> Iterator[int]:
-    """A live process of this user that is not this one: the pid of another kernel's lease,
-    started as Jupyter's server starts a notebook's kernel (its notebook in the environment)."""
-    env = {**os.environ, "JPY_SESSION_NAME": f"course/{NOTEBOOK}"}
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
+def other_process() -> Iterator[StandIn]:
+    """A live process of this user that is not this one, holding the lock of the leases that
+    name it: another kernel, started as Jupyter's server starts a notebook's kernel (its
+    notebook in the environment)."""
+    child = StandIn(env={**os.environ, "JPY_SESSION_NAME": f"course/{NOTEBOOK}"})
     try:
-        yield child.pid
+        yield child
     finally:
-        child.kill()
-        child.wait()
+        child.stop()
+
+
+@pytest.fixture
+def student() -> Iterator[Callable[[int], StandIn]]:
+    """Kernels of other students: a process of account ``uid`` each (made by root)."""
+    made: list[StandIn] = []
+
+    def make(uid: int) -> StandIn:
+        made.append(StandIn(uid=uid))
+        return made[-1]
+
+    yield make
+    for process in made:
+        process.stop()
 
 
 def write_lease(
     room: RoomDir,
-    pid: int,
+    kernel_process: int | StandIn,
     kernel: str,
     gpu: int,
     share: int,
@@ -89,6 +101,7 @@ def write_lease(
     needs root)."""
     device = holder.room_devices()[gpu]
     now = time.time()
+    pid = kernel_process if isinstance(kernel_process, int) else kernel_process.pid
     lease = Lease(
         os.getuid() if uid is None else uid,
         user,
@@ -100,12 +113,16 @@ def write_lease(
         now - idle_for,
         elastic=elastic,
     )
-    if uid is None:
-        room.write(lease)
-        return lease
-    theirs = RoomDir(room.path, uid=uid)
-    os.chown(theirs.folder(), uid, -1)
-    os.chown(theirs.write(lease), uid, -1)
+    theirs = room if uid is None else RoomDir(room.path, uid=uid)
+    if uid is not None:
+        os.chown(theirs.folder(), uid, -1)
+    if isinstance(kernel_process, StandIn):
+        kernel_process.hold(theirs.folder())
+        path = theirs.write(lease)
+    else:
+        path = write_held(theirs, lease)
+    if uid is not None:
+        os.chown(path, uid, -1)
     return lease
 
 
@@ -128,7 +145,7 @@ def unknown_use() -> int | None:
 
 
 def test_the_panels_frame_carries_the_room_from_its_lease_files(
-    room: RoomDir, other_process: int
+    room: RoomDir, other_process: StandIn
 ) -> None:
     write_lease(room, os.getpid(), kernel_id(), gpu=0, share=3 * GiB, idle_for=5)
     write_lease(room, other_process, "k-other", gpu=1, share=2 * GiB, idle_for=3600)
@@ -156,7 +173,9 @@ def test_the_panels_frame_carries_the_room_from_its_lease_files(
     assert frame["messages"] == []
 
 
-def test_the_sidebar_marks_the_notebook_in_focus_as_you(room: RoomDir, other_process: int) -> None:
+def test_the_sidebar_marks_the_notebook_in_focus_as_you(
+    room: RoomDir, other_process: StandIn
+) -> None:
     from gpudask_jupyter.server.registry_monitor import server_room
 
     write_lease(room, other_process, "k-focus", gpu=1, share=4 * GiB)
@@ -179,7 +198,7 @@ def jp_server_config() -> dict[str, Any]:
 
 
 async def test_the_sidebars_route_serves_the_room_of_the_notebook_in_focus(
-    jp_fetch: Any, room: RoomDir, other_process: int
+    jp_fetch: Any, room: RoomDir, other_process: StandIn
 ) -> None:
     from gpudask_jupyter.server import registry_monitor
 
@@ -211,18 +230,19 @@ needs_root = pytest.mark.skipif(
 
 @needs_root
 def test_a_student_sees_other_students_as_counts_an_instructor_by_name(
-    room: RoomDir, other_process: int
+    room: RoomDir, student: Callable[[int], StandIn]
 ) -> None:
+    alice, bob = student(ALICE), student(BOB)
     write_lease(room, os.getpid(), kernel_id(), gpu=0, share=3 * GiB)
-    write_lease(room, other_process, "k-alice", 0, 3 * GiB, idle_for=3600, uid=ALICE, user="alice")
-    write_lease(room, other_process, "k-bob", 0, 3 * GiB, idle_for=10, uid=BOB, user="bob")
+    write_lease(room, alice, "k-alice", 0, 3 * GiB, idle_for=3600, uid=ALICE, user="alice")
+    write_lease(room, bob, "k-bob", 0, 3 * GiB, idle_for=10, uid=BOB, user="bob")
     frame = kernel_frame()
     gpu = frame["room"]["gpus"][0]
     assert gpu["holders"] == 3 and [h["who"] for h in gpu["shown"]] == ["you"]
     assert (gpu["others"], gpu["others_idle"], gpu["others_above"]) == (2, 1, 0)
     assert gpu["not_promised"] == 16 * GiB - 3 * (3 * GiB + CONTEXTS)
     text = json.dumps(frame)
-    for secret in ("alice", "bob", "k-alice", "k-bob", str(ALICE), str(other_process)):
+    for secret in ("alice", "bob", "k-alice", "k-bob", str(ALICE), str(alice.pid)):
         assert secret not in text, secret
 
     with dask.config.set({"gpudask.room-names": f"teacher,{getpass.getuser()}"}):
@@ -320,7 +340,7 @@ def test_the_room_is_read_every_few_seconds_on_the_monitors_thread(room: RoomDir
 
 
 def test_elastic_shares_are_shown_as_the_machine_measures_them(
-    room: RoomDir, other_process: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    room: RoomDir, other_process: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With no plan, each holder's share is what every holder computes from what the machine
     shows: a lease's own figures (here a share of the whole GPU) count for nothing."""
@@ -328,15 +348,17 @@ def test_elastic_shares_are_shown_as_the_machine_measures_them(
     write_lease(room, os.getpid(), kernel_id(), gpu=0, share=GiB, elastic=True)
     write_lease(room, other_process, "k-greedy", gpu=0, share=16 * GiB, elastic=True)
     seam = tmp_path / "memory.json"
-    seam.write_text(json.dumps({device.uuid: {"processes": {str(other_process): 10 * GiB}}}))
+    seam.write_text(json.dumps({device.uuid: {"processes": {str(other_process.pid): 10 * GiB}}}))
     monkeypatch.setenv(measure.TEST_MEMORY, str(seam))
     with dask.config.set({"gpudask.room-students": 0}):
         gpu = kernel_frame()["room"]["gpus"][0]
     shares = {h["who"]: h["share"] for h in gpu["shown"]}
     greedy = 10 * GiB - CONTEXTS // 2  # what its process holds, its context set aside
-    usable = 16 * GiB - 2 * CONTEXTS
+    # both kernels are this account's: its contexts are set aside once, for the processes
+    # NVML shows (one) and never fewer than a kernel's and a worker's
+    usable = 16 * GiB - CONTEXTS
     assert shares == {"you": usable - greedy, f"you ({NOTEBOOK})": greedy}
-    assert gpu["not_promised"] == 16 * GiB - greedy - 2 * CONTEXTS
+    assert gpu["not_promised"] == 16 * GiB - greedy - CONTEXTS
     with dask.config.set({"gpudask.room-students": 0}):
         text = str(reading.table(reading.read()))  # %gpu_cluster room says it too
     assert f"{format_bytes(greedy)} lent ({format_bytes(greedy)} relied on)" in text, text

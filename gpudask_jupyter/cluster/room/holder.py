@@ -30,7 +30,7 @@ from ...lifecycle.periodic import Periodic
 from ...machine import nvml, processes
 from ...registry.kernel_id import kernel_id
 from ...text.units import format_bytes, parse_bytes
-from . import caps, measure, placement, shares
+from . import caps, measure, placement, proof, shares
 from .leases import Lease, RoomDir, Share
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,25 @@ ELASTIC = (
 )
 
 
+def _within_kernel_limit(leases: Sequence[Lease]) -> None:
+    """Refuse a start that would make this student hold the room from more kernels than the
+    ``room-kernels`` option allows, naming the notebooks that hold it."""
+    limit = int(config.get("room-kernels"))
+    mine = [lease for lease in leases if lease.uid == os.getuid()]
+    if not limit or len(mine) < limit:
+        return
+    names = []
+    for lease in mine:
+        notebook = processes.notebook_of(lease.kernel_pid) if lease.kernel_pid else None
+        names.append(notebook or f"kernel {lease.kernel}")
+    raise ClusterError(
+        f"You hold GPUs of this shared machine from {len(mine)} kernels already "
+        f"({', '.join(sorted(names))}), the most the room-kernels option allows one student; "
+        "stop the cluster of one of them (%gpu_cluster stop) or shut its kernel down, then "
+        "start again. Nothing was started."
+    )
+
+
 class Holder:
     """A kernel's hold on the room: its lease, from its first GPU work to its end, the share it
     follows (elastic) and the activity it notes. One per kernel process (:data:`this_kernel`),
@@ -150,6 +169,7 @@ class Holder:
         self._watch: Periodic | None = None
         self._follower: Periodic | None = None
         self._given_back = float("-inf")  # when it last asked its processes to give back memory
+        self._lock_held: tuple[int, Path] | None = None  # the lease's lock (.proof), while held
 
     def _follow(self) -> None:
         """Keep this kernel's elastic share as the room changes, every :data:`FOLLOW_EVERY` seconds:
@@ -292,9 +312,15 @@ class Holder:
             taken=now,
             active=now,
             elastic=elastic,
+            pidns=proof.pid_namespace(),
         )
         undertaker.tell("room", directory.path)
-        directory.write(lease)
+        self._lock_held = directory.hold(lease)
+        try:
+            directory.write(lease)
+        except BaseException:
+            self._let_go()
+            raise
         self._lease = lease
         self._register()
         return lease
@@ -322,6 +348,7 @@ class Holder:
             pool = list(named) if named else list(allowed)
             with directory.locked():
                 leases = [lease for lease in directory.leases() if lease.pid != os.getpid()]
+                _within_kernel_limit(leases)
                 if elastic():
                     memory = measure.read(pool)
                     chosen = shares.choose_elastic(pool, leases, count, memory, named=bool(named))
@@ -405,8 +432,19 @@ class Holder:
                 return False
             self._unfollow()
             self._room.remove(self._lease)
+            self._let_go()
             self._lease = None
             return True
+
+    def _let_go(self) -> None:
+        """Release the lease's lock (after its file is removed: no reader sees a lease unlocked)."""
+        if self._lock_held is not None:
+            fd, path = self._lock_held
+            self._lock_held = None
+            try:
+                proof.let_go(fd, path)
+            except OSError:
+                log.warning("room: cannot remove this kernel's lock file %s", path, exc_info=True)
 
     @contextlib.contextmanager
     def undone_on_failure(self) -> Iterator[None]:

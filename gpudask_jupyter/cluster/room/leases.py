@@ -11,10 +11,13 @@ A folder whose name is taken by someone else's is avoided, not fought (``gpudask
 Nothing read is trusted: a lease counts only if its folder is a directory owned by the uid its
 name gives and writable by that uid alone, the file is a regular file of at most
 :data:`MAX_LEASE` bytes owned by that uid, it parses field by field and names that uid, and its
-kernel is still the process that wrote it (pid and start, :mod:`...machine.processes`).
-Anything else is ignored with a log line; a dead lease of this user is removed, and so are the
-temporaries of an interrupted write. So no planted, corrupt, huge or foreign file blocks a start,
-and what a lease says of memory counts for its own holder alone (:mod:`.measure`).
+kernel holds the lock beside it and is the process it names (:mod:`.proof`); one lease per
+kernel process. Anything else is ignored: logged where it is this account's own file, at debug
+level where it is another account's (a student's planted files never reach another student's
+cells), and counted for the room's view (:attr:`RoomDir.skipped`). A dead lease of this user is
+removed with its lock file, and so are the temporaries of an interrupted write. So no planted,
+corrupt, huge or foreign file blocks a start, and what a lease says of memory counts for its own
+holder alone (:mod:`.measure`).
 
 Choosing and writing happen under an advisory lock on the room's directory itself (``flock``,
 which needs no file anyone owns), so that thirty starts in the same second see each other's
@@ -41,12 +44,14 @@ from pathlib import Path
 
 from ...machine import processes
 from ...machine.small_files import NotReadable, read_regular
+from . import proof
 
 log = logging.getLogger(__name__)
 
 #: the lease format; a file of another version is ignored. 2: no plan (caps come from what the
-#: machine measures), ``started`` in clock ticks since boot, a folder per account
-VERSION = 2
+#: machine measures), ``started`` in clock ticks since boot, a folder per account; 3: a lock
+#: file held by the kernel beside each lease, and the kernel's PID namespace
+VERSION = 3
 #: bytes a lease file may have: a few GPUs and worker pids fit many times over
 MAX_LEASE = 16 * 1024
 #: seconds a start waits for the room's lock before it chooses without it
@@ -93,8 +98,23 @@ class Lease:
     elastic: bool = False  # its share follows the holders present (.shares)
     pool: int = 0  # bytes of the RMM pool its workers make under their cap (--rmm-pool-size)
     give_back: int = 0  # how often its kernel asked its processes to give back cached memory
+    pidns: int = 0  # the kernel's PID namespace (proof.pid_namespace; 0: unknown)
     version: int = VERSION
     path: Path | None = field(default=None, compare=False, repr=False)
+    #: the kernel's pid as this process numbers it, where a reader found it in another PID
+    #: namespace (0: not visible from here); None: ``pid`` (the reader's own namespace)
+    local: int | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def stem(self) -> str:
+        """Its file's name before the suffix (its lock's too): the kernel's pid, and its PID
+        namespace where known (two containers' kernels may have the same pid)."""
+        return f"{self.pidns}-{self.pid}" if self.pidns else str(self.pid)
+
+    @property
+    def kernel_pid(self) -> int:
+        """The kernel's pid in this process's namespace (0 where it cannot be seen from here)."""
+        return self.pid if self.local is None else self.local
 
     @property
     def key(self) -> str:
@@ -104,6 +124,7 @@ class Lease:
     def to_json(self) -> str:
         data = asdict(self)
         data.pop("path")
+        data.pop("local")
         return json.dumps(data, sort_keys=True)
 
     def on(self, uuid: str) -> Share | None:
@@ -181,6 +202,7 @@ def lease_from_json(data: bytes) -> Lease:
         elastic=elastic,
         pool=_int({"pool": raw.get("pool", 0)}, "pool"),
         give_back=_int({"give_back": raw.get("give_back", 0)}, "give_back"),
+        pidns=_int({"pidns": raw.get("pidns", 0)}, "pidns"),
     )
 
 
@@ -190,21 +212,6 @@ def user_name(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return f"uid {uid}"
-
-
-def kernel_alive(pid: int, started: int) -> bool:
-    """Whether ``pid`` is still the process that started at ``started``. Where ``/proc`` hides
-    other users' processes, a process that exists (``kill`` answers "not permitted") counts as
-    alive: a lease is never taken away from a kernel this user cannot see."""
-    if processes.same_process(pid, started):
-        return True
-    try:
-        os.kill(pid, 0)
-    except PermissionError:
-        return processes.process_started(pid) is None  # hidden from us: trust it
-    except OSError:
-        return False
-    return False  # ours to see, and another process (or another start) now
 
 
 def _owner_only(info: os.stat_result) -> bool:
@@ -221,6 +228,8 @@ class RoomDir:
         self.uid = os.getuid() if uid is None else uid
         self.problem = ""  # why the directory cannot be shared with others ("" when it can)
         self._folder: Path | None = None
+        #: files the last reading skipped, by account (the room's view counts them)
+        self.skipped: dict[int, int] = {}
 
     # -- the directory ------------------------------------------------------------------------
 
@@ -368,60 +377,93 @@ class RoomDir:
             except OSError:
                 continue
             if info.st_uid != uid or not _owner_only(info):
-                log.info("room: ignoring %s: not a folder of uid %s alone", entry.name, uid)
+                # whoever made it answers for it: a folder named after another student is
+                # its maker's file, never a line in that student's cells
+                self._skip(info.st_uid, "%s is not a folder of uid %s alone", entry.name, uid)
                 continue
             found.append((uid, Path(entry.path)))
         return found
 
-    def _load(self, path: Path, uid: int) -> Lease | None:
+    def _skip(self, uid: int, message: str, *args: object) -> None:
+        """Note a file of account ``uid`` that does not count: logged where it is this account's
+        own, at debug level where it is another's; counted for the room's view either way."""
+        self.skipped[uid] = self.skipped.get(uid, 0) + 1
+        level = logging.INFO if uid == self.uid else logging.DEBUG
+        log.log(level, "room: ignoring " + message, *args)
+
+    def _load(self, path: Path, uid: int, table: dict[proof.LockId, int] | None) -> Lease | None:
         try:
             data, info = read_regular(path, MAX_LEASE, follow=False)
         except FileNotFoundError:
             return None  # removed meanwhile
         except (NotReadable, OSError) as err:
-            log.info("room: ignoring %s (%s)", path.name, err)
+            self._skip(uid, "%s (%s)", path, err)
             return None
         if info.st_uid != uid:
-            log.warning("room: ignoring %s: it belongs to uid %s", path, info.st_uid)
+            self._skip(uid, "%s: it belongs to uid %s", path, info.st_uid)
             return None
         try:
             lease = lease_from_json(data)
         except BadLease as err:
-            log.info("room: ignoring %s (%s)", path.name, err)
+            self._skip(uid, "%s (%s)", path, err)
             self._remove_own(path, uid)
             return None
         if lease.uid != uid:
-            log.warning(
-                "room: ignoring %s: it names uid %s in uid %s's folder", path, lease.uid, uid
-            )
+            self._skip(uid, "%s: it names uid %s in uid %s's folder", path, lease.uid, uid)
             return None
-        if not kernel_alive(lease.pid, lease.started):
-            log.info("room: the kernel of %s has ended; its lease no longer counts", path.name)
-            self._remove_own(path, uid)
+        if table is None:
+            alive, local = proof.fallback_alive(lease.pid, lease.started), None
+            why = "" if alive else "its kernel has ended"
+        else:
+            found = proof.prove(path, SUFFIX, uid, lease.pid, lease.started, lease.pidns, table)
+            why, local = found.why, (None if found.pid == lease.pid else found.pid)
+        if why:
+            if uid == self.uid and why.startswith("its kernel has ended"):
+                log.info("room: the kernel of %s has ended; its lease no longer counts", path.name)
+                self._remove_own(path, uid)
+            else:
+                self._skip(uid, "%s: %s", path, why)
             return None
         lease.path = path
+        lease.local = local
         return lease
 
     def _remove_own(self, path: Path, owner: int) -> None:
+        """Remove this account's dead lease ``path`` and its lock file (which nothing holds)."""
         if owner == self.uid:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+            lock = proof.lock_path(path, SUFFIX)
+            if not proof.held_here(lock):
+                with contextlib.suppress(FileNotFoundError):
+                    lock.unlink()
 
     def leases(self) -> list[Lease]:
-        """Every lease that counts, oldest first."""
+        """Every lease that counts, oldest first; one per kernel process (a second lease naming
+        the same kernel is skipped). :attr:`skipped` counts what did not count, by account."""
+        self.skipped = {}
+        table = proof.lock_table()
         found = []
         for uid, folder in self.folders():
             try:
                 names = sorted(entry.name for entry in os.scandir(folder))
             except OSError as err:
-                log.info("room: cannot list %s (%s)", folder, err)
+                self._skip(uid, "%s (cannot list it: %s)", folder, err)
                 continue
             for name in names:
                 if name.endswith(SUFFIX) and not name.startswith("."):
-                    lease = self._load(folder / name, uid)
+                    lease = self._load(folder / name, uid, table)
                     if lease is not None:
                         found.append(lease)
-        return sorted(found, key=lambda lease: (lease.taken, lease.pid))
+        found.sort(key=lambda lease: (lease.taken, lease.pid, str(lease.path)))
+        kept: dict[tuple[int, int], Lease] = {}
+        for lease in found:
+            kernel = (lease.pidns, lease.pid)
+            if kernel in kept:
+                self._skip(lease.uid, "%s: a second lease of kernel %s", lease.path, lease.pid)
+                continue
+            kept[kernel] = lease
+        return list(kept.values())
 
     def files(self) -> list[Path]:
         """The lease files of every account's folder (counting or not)."""
@@ -434,9 +476,11 @@ class RoomDir:
 
     def prune(self) -> int:
         """Remove this account's leases whose kernel is gone (what a SIGKILL left), its files
-        that hold no lease, and the temporaries of writes cut short; how many. Nothing is made
-        where the directory or the folder is missing."""
+        that hold no lease, lock files nothing holds and no lease needs, and the temporaries of
+        writes cut short; how many. Nothing is made where the directory or the folder is
+        missing."""
         removed = 0
+        table = proof.lock_table()
         for uid, folder in self.folders():
             if uid != self.uid:
                 continue
@@ -446,7 +490,7 @@ class RoomDir:
                 continue
             for entry in entries:
                 if entry.name.endswith(SUFFIX) and not entry.name.startswith("."):
-                    if self._load(Path(entry.path), uid) is None and not os.path.lexists(
+                    if self._load(Path(entry.path), uid, table) is None and not os.path.lexists(
                         entry.path
                     ):
                         removed += 1
@@ -454,13 +498,23 @@ class RoomDir:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(entry.path)
                         removed += 1
+            for entry in os.scandir(folder):
+                if entry.name.endswith(proof.LOCK_SUFFIX) and _lock_left(Path(entry.path)):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+                        removed += 1
         return removed
+
+    def hold(self, lease: Lease) -> tuple[int, Path]:
+        """Take the lock of ``lease`` (before its file is written: no reader ever sees it
+        without): the descriptor, for its kernel to keep until it ends, and the lock's path."""
+        return proof.hold(self.folder(), lease.stem)
 
     def write(self, lease: Lease) -> Path:
         """Write ``lease`` whole (a reader never sees half of it) into this account's folder,
         readable by all, writable by its owner."""
         folder = self.folder()
-        target = lease.path or folder / f"{lease.pid}{SUFFIX}"
+        target = lease.path or folder / f"{lease.stem}{SUFFIX}"
         temporary = folder / f".{lease.pid}-{uuidlib.uuid4().hex}.tmp"
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         try:
@@ -486,6 +540,12 @@ class RoomDir:
             if err.errno != errno.ENOENT:
                 log.warning("room: cannot remove %s (%s)", lease.path, err)
         lease.path = None
+
+
+def _lock_left(path: Path) -> bool:
+    """A lock file whose lease is gone and whose lock nothing holds (its kernel ended)."""
+    lease = path.with_name(path.name[: -len(proof.LOCK_SUFFIX)] + SUFFIX)
+    return not os.path.lexists(lease) and not proof.held_here(path)
 
 
 def _temporary_left(entry: os.DirEntry[str]) -> bool:

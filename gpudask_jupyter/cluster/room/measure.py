@@ -10,9 +10,11 @@ parents, not by reading the whole process table. Memory of processes that belong
 *outside* the room: nobody's cap may count on it.
 
 Where NVML shows no process on a GPU that has memory in use (a container that hides the other
-containers' processes), holders cannot be measured one by one; then each holder's own figure
-(its kernel's capped allocations) stands in for it, all of them together bounded by the memory
-NVML shows in use, so that no claim makes more memory held than the machine shows.
+containers' processes), holders cannot be measured one by one. Then the holder who computes
+counts its own figure (its kernel's capped allocations) for itself, and the rest of the memory
+NVML shows in use is split evenly among the other accounts present, and within each among its
+kernels: what the room counts of another account is what the machine shows, never the figure its
+lease writes.
 """
 
 from __future__ import annotations
@@ -59,12 +61,27 @@ class Held:
     holders: dict[str, int]  # by lease key: bytes its processes hold (contexts set aside)
     outside: int  # bytes in use by processes of no holder, their contexts included
     processes: dict[str, int]  # by lease key: how many of its processes use the GPU
+    accounts: dict[str, int] = field(default_factory=dict)  # by lease key: the holder's uid
+
+    def account_of(self, key: str) -> int:
+        return self.accounts.get(key, -1)
+
+    def by_account(self) -> dict[int, list[str]]:
+        """The holders' keys, by account."""
+        out: dict[int, list[str]] = {}
+        for key in self.holders:
+            out.setdefault(self.account_of(key), []).append(key)
+        return out
 
     @property
     def contexts(self) -> int:
-        """The CUDA contexts set aside for the holders: a kernel's and a worker's each, or as
-        many as a holder's processes use the GPU where that is more."""
-        return sum(max(CONTEXTS_PER_HOLDER, n) for n in self.processes.values())
+        """The CUDA contexts set aside for the holders: per account, as many as NVML shows its
+        processes holding on the GPU, and never fewer than a kernel's and a worker's. Counted
+        per account, not per lease: leases with no process on the GPU cost nobody anything."""
+        return sum(
+            max(CONTEXTS_PER_HOLDER, sum(self.processes.get(key, 0) for key in keys))
+            for keys in self.by_account().values()
+        )
 
 
 def read(devices: Sequence[nvml.Device]) -> dict[str, GpuMemory]:
@@ -109,11 +126,14 @@ def owners(leases: Sequence[Lease], pids: Iterable[int]) -> dict[int, str]:
     nearest kernel among its ancestors (itself included), or else that of a lease naming it
     among its workers, if the process is of that lease's account: a lease can name only its
     own account's processes, and never one below another holder's kernel."""
-    kernels = {lease.pid: lease.key for lease in leases}
+    kernels: dict[int, str] = {}
     named: dict[int, Lease] = {}
     for lease in leases:
-        for worker in lease.workers:
-            named.setdefault(worker, lease)
+        if lease.kernel_pid > 0:
+            kernels.setdefault(lease.kernel_pid, lease.key)
+        if lease.local is None:  # worker pids of another namespace name other processes here
+            for worker in lease.workers:
+                named.setdefault(worker, lease)
     out = {}
     for pid in pids:
         current: int | None = pid
@@ -142,6 +162,7 @@ def attribute(
     own figure, for itself where that is more than NVML shows; nobody else's figure counts
     (see the module's docstring for a GPU whose processes NVML hides)."""
     keys = [lease.key for lease in holders]
+    accounts = {lease.key: lease.uid for lease in holders}
     if memory.visible or memory.used is None:  # measured, or nothing known: nothing held
         owner_of = owners(holders, memory.processes)
         raw = dict.fromkeys(keys, 0)
@@ -155,15 +176,34 @@ def attribute(
         total_used = memory.used if memory.used is not None else sum(memory.processes.values())
         outside = max(0, total_used - sum(raw.values()))
     else:
-        used = memory.used or 0
-        contexts = CONTEXTS_PER_HOLDER * CONTEXT_RESERVE * len(keys)
-        room = max(0, used - contexts)
-        claims = {lease.key: max(0, lease.held) for lease in holders}
-        claimed = sum(claims.values())
-        scale = min(1.0, room / claimed) if claimed else 1.0
-        held = {k: int(v * scale) for k, v in claims.items()}
-        outside = max(0, used - contexts - sum(held.values()))
-        count = dict.fromkeys(keys, CONTEXTS_PER_HOLDER)
+        held, count = _hidden(memory.used or 0, holders, own, own_held)
+        outside = 0
     if own is not None and own.key in held:
         held[own.key] = max(held[own.key], own_held)
-    return Held(held, outside, count)
+    return Held(held, outside, count, accounts)
+
+
+def _hidden(
+    used: int, holders: Sequence[Lease], own: Lease | None, own_held: int
+) -> tuple[dict[str, int], dict[str, int]]:
+    """What each holder holds on a GPU whose processes NVML hides: ``own`` its own figure, the
+    rest of what is in use split evenly among the accounts of the other leases, then among
+    their kernels. Each account is counted a kernel's and a worker's context."""
+    mine = own.key if own is not None else None
+    others: dict[int, list[str]] = {}
+    for lease in holders:
+        if lease.key != mine:
+            others.setdefault(lease.uid, []).append(lease.key)
+    first = {lease.uid: lease.key for lease in reversed(holders)}
+    contexts = CONTEXTS_PER_HOLDER * CONTEXT_RESERVE * len(first)
+    lump = max(0, used - contexts - (own_held if mine is not None else 0))
+    held = dict.fromkeys((lease.key for lease in holders), 0)
+    if mine is not None:
+        held[mine] = own_held
+    for keys in others.values():
+        for key in keys:
+            held[key] = lump // len(others) // len(keys)
+    count = dict.fromkeys(held, 0)
+    for key in first.values():
+        count[key] = CONTEXTS_PER_HOLDER
+    return held, count

@@ -43,6 +43,7 @@ class Holding:
     kernel: str = ""  # the holder's kernel id (the views mark the one they follow "you")
     promise: int | None = None  # what the room keeps for it (None: its share, fixed by a plan)
     elastic: bool = False  # its share follows the holders present (.shares)
+    uid: int = -1  # the holder's account
 
 
 @dataclass
@@ -54,16 +55,20 @@ class GpuRoom:
     used: int | None
     utilization: int | None
     holdings: list[Holding] = field(default_factory=list)
+    contexts: int = 0  # bytes set aside for its holders' CUDA contexts (.measure.Held.contexts)
 
     @property
     def promised(self) -> int:
         """What the room keeps for its holders: a planned share whole, an elastic one what its
-        holder holds (the rest of it is lent, and a newcomer may take it), contexts each."""
-        return sum(
-            (h.share if h.promise is None else h.promise)
-            + placement.CONTEXTS_PER_HOLDER * placement.CONTEXT_RESERVE
-            for h in self.holdings
+        holder holds (the rest of it is lent, and a newcomer may take it), and their contexts."""
+        return self.contexts + sum(
+            (h.share if h.promise is None else h.promise) for h in self.holdings
         )
+
+    @property
+    def accounts(self) -> int:
+        """The students (accounts) holding this GPU."""
+        return len({h.uid for h in self.holdings})
 
 
 @dataclass
@@ -72,6 +77,7 @@ class Room:
     names: bool  # whether the viewer sees other holders' names
     directory: str
     problem: str = ""  # why the room cannot be read ("" when it can)
+    skipped: dict[int, int] = field(default_factory=dict)  # files that did not count, by uid
 
 
 def sees_names(user: str | None = None) -> bool:
@@ -91,7 +97,7 @@ def read(now: float | None = None) -> Room:
     if not directory.path.is_dir():
         return Room([], names, str(directory.path), "nobody has taken a share here yet")
     devices = holder.room_devices()
-    return build(
+    room = build(
         devices,
         directory.leases(),
         measure.read(devices),
@@ -101,6 +107,8 @@ def read(now: float | None = None) -> Room:
         nvml.process_utilization(),
         {s.uuid: s.utilization for s in nvml.sample()},
     )
+    room.skipped = dict(directory.skipped)
+    return room
 
 
 def build(
@@ -134,6 +142,9 @@ def build(
         )
         present = placement.holders_on(leases, device.uuid)
         held = measure.attribute(gpu_memory, present)
+        gpu.contexts = (
+            held.contexts if elastic else placement.CONTEXTS_PER_HOLDER * len(present)
+        ) * placement.CONTEXT_RESERVE
         caps = shares.caps(device.memory_total, held) if elastic else {}
         owner_of = measure.owners(present, {pid for (uuid, pid) in utilization or {}})
         for lease in present:
@@ -159,6 +170,7 @@ def build(
                     kernel=lease.kernel,
                     promise=held.holders[lease.key] if elastic else None,
                     elastic=elastic,
+                    uid=lease.uid,
                 )
             )
         rooms.append(gpu)
@@ -209,20 +221,32 @@ def _share(h: Holding) -> str:
 
 def table(room: Room) -> Table:
     """``%gpu_cluster room``: a row per GPU, then a row per holder the viewer may see."""
-    title = f"The room: {len(room.gpus)} GPU(s), {sum(len(g.holdings) for g in room.gpus)} holders"
+    students = len({h.uid for g in room.gpus for h in g.holdings})
+    kernels = sum(len(g.holdings) for g in room.gpus)
+    title = f"The room: {len(room.gpus)} GPU(s), {students} student(s), {kernels} kernel(s)"
     out = Table(title, ["GPU", "holder", "share", "in use", "last work", "note"])
     for gpu in room.gpus:
         left = max(0, gpu.total - gpu.promised)
         util = f", {gpu.utilization}% busy" if gpu.utilization is not None else ""
         out.add(
             f"{gpu.label} {gpu.name}",
-            f"{len(gpu.holdings)} holder(s)",
+            f"{gpu.accounts} student(s), {len(gpu.holdings)} kernel(s)",
             f"{format_bytes(left)} not promised",
             _memory(gpu.used, gpu.total) + util,
             "",
             "",
         )
         hidden = [h for h in gpu.holdings if not h.who]
+        own = [h for h in gpu.holdings if h.own]
+        if len(own) > 1:  # the student's kernels, under the share they divide
+            out.add(
+                "",
+                f"you: {len(own)} kernels",
+                format_bytes(sum(h.share for h in own)) + " in all",
+                format_bytes(sum(h.used or 0 for h in own)),
+                "",
+                "your kernels share your part",
+            )
         for h in gpu.holdings:
             if h.who:
                 out.add(
@@ -238,9 +262,10 @@ def table(room: Room) -> Table:
             idle = sum(h.is_idle for h in hidden)
             above = sum(h.above for h in hidden)
             notes = [f"{idle} idle" if idle else "", f"{above} above their share" if above else ""]
+            accounts = len({h.uid for h in hidden})
             out.add(
                 "",
-                f"{len(hidden)} other student(s)",
+                f"{accounts} other student(s), {len(hidden)} kernel(s)",
                 format_bytes(sum(h.share for h in hidden)),
                 format_bytes(sum(h.used or 0 for h in hidden)),
                 "",
@@ -248,6 +273,17 @@ def table(room: Room) -> Table:
             )
     if room.problem:
         out.notes.append(room.problem)
+    if kernels > 1 and students == 1:
+        out.notes.append(
+            "every kernel here is of one account, so its kernels share the GPUs among them (where "
+            "all students share one account, that is per kernel, not per student)"
+        )
+    if room.skipped:
+        files, accounts = sum(room.skipped.values()), len(room.skipped)
+        out.notes.append(
+            f"{files} file(s) of {accounts} account(s) in the room's folders do not count (not "
+            "leases of a live kernel of their account); they were skipped"
+        )
     if any(h.elastic for gpu in room.gpus for h in gpu.holdings):
         out.notes.append(
             f"shares follow the holders present (no room-students): {holder.ELASTIC.lower()}; "

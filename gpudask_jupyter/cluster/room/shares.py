@@ -5,11 +5,14 @@ know how many students will come: accounts appear as students log in, and on som
 students share one account. So shares are planned from the holders present, not from people
 counted in advance, and they follow the room as it fills:
 
-* each holder may take an equal part of what the GPU's holders do not hold, the *level*, or
-  what it holds itself if that is more: ``cap = max(held, level)`` where the caps of all
-  holders, with what processes outside the room take, add up to the GPU's usable memory (a
-  water-filling). Alone, a student may take the whole GPU; with 16 holders, a sixteenth of it,
-  more for those who already hold more;
+* each student (account) may take an equal part of what the GPU's students do not hold, the
+  *level*, or what the student's processes hold if that is more: ``max(held, level)``, where
+  the parts of all students, with what processes outside the room take, add up to the GPU's
+  usable memory (a water-filling). A student's part is divided among that student's kernels
+  the same way (:func:`split`). Alone, a student may take the whole GPU; with 16 students, a
+  sixteenth of it, more for those who already hold more; a student with four notebooks open
+  divides a sixteenth four ways, and a swarm of leases or processes of one account takes
+  nothing from any other;
 * what each holder holds, and what processes outside the room take, is what the machine shows
   at the moment the cap is computed (:mod:`.measure`), measured by whoever computes it: a
   newcomer choosing its GPU, every holder's kernel once a second (its worker follows the share
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Mapping, Sequence
 
 from ...errors import ClusterError
@@ -61,29 +65,59 @@ def level(memory: int, held: Sequence[int]) -> int:
 
 def usable(total: int, holders: int, contexts: int | None = None) -> int:
     """A GPU's memory that caps can share among ``holders``: their contexts set aside (two
-    each, or ``contexts`` in all where some holder's processes make more)."""
+    each, or ``contexts`` in all, as :attr:`.measure.Held.contexts` counts them)."""
     if contexts is None:
         contexts = CONTEXTS_PER_HOLDER * holders
     return max(0, total - CONTEXT_RESERVE * contexts)
 
 
-def level_on(total: int, held: measure.Held) -> int:
-    """The level on a GPU of ``total`` bytes whose holders hold ``held``."""
-    memory = usable(total, len(held.holders), held.contexts) - held.outside
-    return level(memory, list(held.holders.values()))
+def _memory(total: int, held: measure.Held, extra_contexts: int = 0) -> int:
+    """What the holders' caps share on a GPU of ``total`` bytes: its contexts and what
+    processes outside the room take set aside."""
+    return usable(total, 0, held.contexts + extra_contexts) - held.outside
+
+
+def split(memory: int, held: measure.Held) -> tuple[dict[str, int], dict[str, int]]:
+    """Every holder's cap, by lease key, when its holders' caps share ``memory``; and each
+    holder's fair part (what :func:`standing` compares its hold with): an equal part, among
+    its account's kernels, of the level an account may take whatever the others hold. First
+    among the accounts (an account's hold is what all its kernels hold; its cap
+    ``max(hold, λ)``), then each account's cap among its own kernels the same way: one
+    student's many kernels, leases or processes share that student's part, and take nothing
+    from anybody else's."""
+    groups = held.by_account()
+    account_held = {uid: sum(held.holders[key] for key in keys) for uid, keys in groups.items()}
+    water = level(memory, list(account_held.values()))
+    caps: dict[str, int] = {}
+    levels: dict[str, int] = {}
+    for uid, keys in groups.items():
+        mine = [held.holders[key] for key in keys]
+        inner = level(max(account_held[uid], water), mine)
+        for key in keys:
+            caps[key] = max(held.holders[key], inner)
+            levels[key] = water // len(keys)
+    return caps, levels
 
 
 def caps(total: int, held: measure.Held) -> dict[str, int]:
     """Every holder's cap on a GPU of ``total`` bytes, by lease key, from what they hold."""
-    water = level_on(total, held)
-    return {key: max(amount, water) for key, amount in held.holders.items()}
+    return split(_memory(total, held), held)[0]
 
 
-def offer(total: int, held: measure.Held) -> int:
-    """The cap a newcomer would get on a GPU of ``total`` bytes whose holders hold ``held``."""
-    contexts = held.contexts + CONTEXTS_PER_HOLDER
-    memory = usable(total, len(held.holders) + 1, contexts) - held.outside
-    return level(memory, [*held.holders.values(), 0])
+def offer(total: int, held: measure.Held, uid: int | None = None) -> int:
+    """The cap a newcomer kernel of account ``uid`` (by default this process's) would get on a
+    GPU of ``total`` bytes whose holders hold ``held``."""
+    account = os.getuid() if uid is None else uid
+    key = "\0newcomer"
+    grown = measure.Held(
+        {**held.holders, key: 0},
+        held.outside,
+        {**held.processes, key: 0},
+        {**held.accounts, key: account},
+    )
+    # the newcomer's kernel and worker make their contexts as it starts
+    memory = usable(total, 0, held.contexts + CONTEXTS_PER_HOLDER) - held.outside
+    return split(memory, grown)[0][key]
 
 
 def held_on(
@@ -122,10 +156,9 @@ def standing(
             found[share.uuid] = share.share
             continue
         held = held_on(share.uuid, leases, memory, lease, own_held)
-        water = level_on(gpu.total, held)
-        mine = held.holders[lease.key]
-        found[share.uuid] = max(mine, water)
-        above = above or mine > water + margin
+        capped, levels = split(_memory(gpu.total, held), held)
+        found[share.uuid] = capped[lease.key]
+        above = above or held.holders[lease.key] > levels[lease.key] + margin
     return found, above
 
 

@@ -56,7 +56,7 @@ class WorkerShare:
         own = [
             lease
             for lease in self.room.leases()
-            if lease.uid == os.getuid() and descends_from(me, lease.pid)
+            if lease.uid == os.getuid() and descends_from(me, lease.kernel_pid)
         ]
         if not own:
             return False
