@@ -10,7 +10,9 @@ the kernel in the runtime directory (owner-only) instead of stderr, and so does 
 the worker processes (:mod:`.worker_setup` points it there). The last warnings are also kept in
 memory: a command says in words what its own warnings meant (:func:`since`: a ``scale`` that
 lost computed results), and ``%gpu_cluster status --verbose`` prints where the file is and the
-last of them. Everything is put back when the extension is unloaded.
+last of them. Everything is put back when the extension is unloaded or the kernel ends, and the
+file goes with it, unless Dask logged an error in it (a worker that died, a task that failed
+to run): then it stays, and the kernel's end says where.
 """
 
 from __future__ import annotations
@@ -46,8 +48,11 @@ class _Recent(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.WARNING)
         self.records: collections.deque[Said] = collections.deque(maxlen=KEEP)
+        self.errors = 0  # records at ERROR or above: the file is kept for them
 
     def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR:
+            self.errors += 1
         try:
             said = Said(record.created, record.levelno, record.name, record.getMessage())
         except Exception:  # a record whose message cannot be made: nothing to keep
@@ -111,12 +116,14 @@ def route(kernel: str) -> Path:
             logger.addHandler(_recent)
         os.environ.update(worker_environ(kernel))
         _file, _path = handler, target
+        _recent.errors = 0  # this file's own
     lifecycle.on_unload(restore, lifecycle.MEMORY)
     return target
 
 
 def restore() -> None:
-    """Put distributed's own handlers back (``%unload_ext``)."""
+    """Put distributed's own handlers back (``%unload_ext``, the kernel's end), and remove the
+    log file unless Dask logged an error in it (then say where it stays)."""
     global _file
     with _lock:
         if _file is None:
@@ -131,6 +138,19 @@ def restore() -> None:
         _file.close()
         _file = None
         os.environ.pop(WORKER_LOG, None)
+        if _path is not None:
+            _remove_unless_failed(_path, _recent.errors)
+
+
+def _remove_unless_failed(target: Path, errors: int) -> None:
+    if errors:
+        log.warning("Dask logged %d error(s) in this kernel; its log stays at %s", errors, target)
+        return
+    try:
+        target.unlink(missing_ok=True)
+        target.parent.rmdir()  # the last kernel's log gone: the folder too
+    except OSError:  # another kernel's log is still there, or the folder went meanwhile
+        log.debug("%s: the log folder stays", target.parent, exc_info=True)
 
 
 def since(started: float) -> list[Said]:

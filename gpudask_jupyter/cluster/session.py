@@ -59,7 +59,13 @@ from .room import caps as room_caps
 from .room import holder as room_holder
 from .security import Access
 from .target import AttachTarget
-from .worker_processes import ENDING_GRACE, IpyMainGuard, WorkerPids, end_resource_tracker
+from .worker_processes import (
+    ENDING_GRACE,
+    IpyMainGuard,
+    WorkerPids,
+    end_resource_tracker,
+    no_restarts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -798,6 +804,7 @@ class ClusterSession:
         if self.cluster is not None:
             self.pids.note(self.cluster)
             if lifecycle.ending():  # no task's end is awaited: nothing will use the cluster
+                no_restarts(self.cluster)  # the nannies first: no worker is respawned
                 self.pids.end_leftovers(ENDING_GRACE, "the kernel is going away")
         close_quietly(self.client, 10)
         if self.gateway is not None:

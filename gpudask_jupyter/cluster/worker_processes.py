@@ -94,6 +94,25 @@ class WorkerPids:
         return [p.pid for p in procs]
 
 
+def no_restarts(cluster: Any) -> int:
+    """Tell each nanny of ``cluster`` that its worker is going away for good
+    (``Nanny.close_gracefully``, what the library's own shutdown sends), so that ending the
+    worker processes first respawns none: a nanny restarts a worker that died, and on a GPU a
+    replacement makes a CUDA context while the student leaves. How many nannies were told."""
+    told = 0
+    workers = getattr(cluster, "workers", None) or {}
+    for nanny in list(workers.values()):
+        close_gracefully = getattr(nanny, "close_gracefully", None)
+        if close_gracefully is None:  # a worker without a nanny: nothing restarts it
+            continue
+        try:
+            close_gracefully()
+            told += 1
+        except Exception:  # a nanny already closed: it restarts nothing either
+            log.debug("nanny %r could not be told", nanny, exc_info=True)
+    return told
+
+
 def end_resource_tracker(timeout: float = 1.0) -> None:
     """When the kernel is going away, let multiprocessing's resource tracker end first.
 

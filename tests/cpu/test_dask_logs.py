@@ -75,6 +75,29 @@ def test_unloading_puts_distributeds_handler_back(shell: Any) -> None:
         logger.removeHandler(own)
 
 
+def test_the_log_goes_with_the_kernel_unless_dask_logged_an_error(
+    shell: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Unloading (as the kernel's end does) removes a log with no error in it; one with an error
+    stays, and the end says where."""
+    shell.run_line_magic("gpu_cluster", "start --n-workers 1 --memory-limit 1GB")
+    quiet = logs.path()
+    assert quiet is not None and quiet.exists()
+    shell.run_line_magic("unload_ext", "gpudask_jupyter")
+    assert not quiet.exists()
+    shell.run_line_magic("load_ext", "gpudask_jupyter")
+    shell.run_line_magic("gpu_cluster", "start --n-workers 1 --memory-limit 1GB")
+    failed = logs.path()
+    assert failed is not None
+    logging.getLogger("distributed.nanny").error("a worker died")
+    with caplog.at_level(logging.WARNING, logger="gpudask_jupyter.cluster.logs"):
+        shell.run_line_magic("unload_ext", "gpudask_jupyter")
+    assert failed.exists() and "a worker died" in failed.read_text()
+    assert f"its log stays at {failed}" in caplog.text
+    failed.unlink()
+    shell.run_line_magic("load_ext", "gpudask_jupyter")
+
+
 def test_the_lost_results_are_counted_from_the_schedulers_words() -> None:
     said = logs.Said(
         0.0,

@@ -48,6 +48,33 @@ def test_kernel_shutdown_leaves_nothing(kernel, runtime_dir: Path) -> None:
     assert _left_behind(runtime_dir) == []
 
 
+@pytest.mark.parametrize("how", ["shutdown", "restart", "SIGTERM"])
+def test_the_kernels_end_respawns_no_worker_and_takes_its_log(
+    kernel, runtime_dir: Path, how: str
+) -> None:
+    """The nannies are told before their workers are ended, so none restarts one ("Restarting
+    worker", a new process, on a GPU a new CUDA context); the kernel's Dask log, with no error
+    in it, goes with the kernel. Its lines are read through a descriptor opened before the end
+    (the file is removed as the kernel ends)."""
+    km, kc = kernel
+    workers = _start_cluster(km, kc)
+    assert run(kc, "held = client.submit(sum, [1, 2]); held.result()")["status"] == "ok"
+    log = runtime_dir / "gpudask-logs" / f"{km.kernel_id}.log"
+    with open(log, encoding="utf-8") as lines:
+        if how == "shutdown":
+            km.shutdown_kernel(now=False)
+        elif how == "restart":
+            km.restart_kernel(now=False)
+        else:
+            os.kill(km.provisioner.process.pid, signal.SIGTERM)
+            wait_until(lambda: not km.is_alive(), 60, "the kernel to end of SIGTERM")
+        assert wait_gone(workers) == []
+        wait_until(lambda: not log.exists(), 60, "the kernel's log to go")
+        said = lines.read()
+    assert "Removing worker" in said, said  # the log the end wrote in
+    assert "Restarting worker" not in said, said
+
+
 def test_kernel_restart_leaves_nothing(kernel, runtime_dir: Path) -> None:
     km, kc = kernel
     workers = _start_cluster(km, kc)
