@@ -69,7 +69,10 @@ c.JupyterHub.load_roles = [{{
 class Hub:
     """A running hub: its REST API with the test service's token."""
 
-    def __init__(self, work: Path, users: list[str], environment: dict[str, str]) -> None:
+    def __init__(
+        self, work: Path, users: list[str], environment: dict[str, str], extra: str = ""
+    ) -> None:
+        """``extra``: more of the hub's configuration (Python, as its config file takes it)."""
         if not PROXY.exists():
             pytest.skip("configurable-http-proxy is not installed (npm ci in labextension)")
         self.work = work
@@ -90,6 +93,7 @@ class Hub:
                 environment=environment,
                 token=self.token,
             )
+            + extra
         )
         self.log = open(work / "hub.log", "wb")  # noqa: SIM115 (closed in close())
         self.process = subprocess.Popen(
@@ -159,8 +163,10 @@ class Hub:
 
 
 @contextmanager
-def running_hub(work: Path, users: list[str], environment: dict[str, str]) -> Iterator[Hub]:
-    hub = Hub(work, users, environment)
+def running_hub(
+    work: Path, users: list[str], environment: dict[str, str], extra: str = ""
+) -> Iterator[Hub]:
+    hub = Hub(work, users, environment, extra)
     try:
         yield hub
     finally:

@@ -193,15 +193,26 @@ def choose_elastic(
 ) -> Placement:
     """Place one kernel where the instructor set no plan: ``want`` GPUs of ``devices``, those
     with the largest cap a newcomer would get there (then the fewest holders, the lowest
-    index), given what the machine shows each holder holds (``memory``). Refused only where no
-    GPU has :data:`MIN_SHARE` that its holders do not hold."""
+    index), given what the machine shows each holder holds (``memory``). Where other students
+    hold GPUs too, this student's own GPUs come first: a second notebook then divides the
+    student's own part instead of making the student one more on another GPU (where every
+    lease is this account's, one account for the class, kernels spread as the offers say).
+    Refused only where no GPU has :data:`MIN_SHARE` that its holders do not hold."""
     if not devices:
         raise ClusterError("the room has no GPU to place this kernel on")
     want = min(max(want, 1), len(devices))
+    me = os.getuid()
     counts = {d.uuid: len(holders_on(leases, d.uuid)) for d in devices}
+    shared = any(lease.uid != me for lease in leases)
+    mine = {
+        d.uuid: shared and any(x.uid == me for x in holders_on(leases, d.uuid)) for d in devices
+    }
     held = {d.uuid: held_on(d.uuid, leases, memory) for d in devices}
     offers = {d.uuid: offer(d.memory_total, held[d.uuid]) for d in devices}
-    order = sorted(devices, key=lambda d: (-offers[d.uuid], counts[d.uuid], d.index, d.uuid))
+    order = sorted(
+        devices,
+        key=lambda d: (not mine[d.uuid], -offers[d.uuid], counts[d.uuid], d.index, d.uuid),
+    )
     chosen = [d for d in order if offers[d.uuid] >= MIN_SHARE][:want]
     if len(chosen) < want:
         raise ClusterError(_all_held(devices, leases, held, want))
