@@ -127,7 +127,10 @@ class Hub:
             with urllib.request.urlopen(request, timeout=180) as answer:
                 text = answer.read()
         except urllib.error.HTTPError as err:
-            raise AssertionError(f"{method} {path}: {err.code} {err.read()[:500]!r}") from err
+            said = f"{method} {path}: {err.code} {err.read()[:500]!r}"
+            if err.code >= 500:  # the hub's own words on what went wrong
+                said += f"\nthe hub's log:\n{self.tail()}"
+            raise AssertionError(said) from err
         except (ConnectionError, urllib.error.URLError):
             if self.process.poll() is not None:
                 raise AssertionError(f"the hub exited: {self.tail()}") from None

@@ -12,6 +12,11 @@ attacks, each with every honest student's share as numbers before and after:
   of it reaches a student's cell;
 - one student opens three more notebooks, each starting a cluster: the others keep their share.
 
+One more honest student's server runs in a PID namespace of its own (``unshare --pid --fork
+--mount-proc`` as root, then that student's uid, as container spawners run one): its lease
+counts for the others (its lock, seen in ``/proc/locks`` with the pid they know it by), and the
+share it computes from inside, where nobody else's processes can be seen, is theirs too.
+
 ``fs.protected_regular`` is 1, as the instructors' guide sets it. The servers need a Python that
 every account can run: a virtual environment of the machine's own ``/usr/bin/python3`` with the
 lock installed (made once, beside the checkout); where there is none, or the checkout cannot be
@@ -56,6 +61,36 @@ START = (
     "print('KERNEL', os.getpid(), holder.current().gpus[0].uuid)"
 )
 SWARM = 30
+#: the hub's spawner for the student whose server runs in a PID namespace of its own
+CONTAINED = """
+import os, pwd
+from jupyterhub.spawner import LocalProcessSpawner
+
+
+class ContainedSpawner(LocalProcessSpawner):
+    def make_preexec_fn(self, name):
+        if name != {name!r}:
+            return super().make_preexec_fn(name)
+        home = {home!r}
+
+        def preexec():  # root still: unshare needs it; setpriv then becomes the student
+            os.chdir(home)
+
+        return preexec
+
+    async def start(self):
+        if self.user.name == {name!r}:
+            user = pwd.getpwnam({name!r})
+            self.cmd = [
+                "unshare", "--pid", "--fork", "--mount-proc",
+                "setpriv", f"--reuid={{user.pw_uid}}", f"--regid={{user.pw_gid}}", "--clear-groups",
+                *self.cmd,
+            ]
+        return await super().start()
+
+
+c.JupyterHub.spawner_class = ContainedSpawner
+"""
 
 
 @pytest.fixture(scope="module")
@@ -164,9 +199,9 @@ def test_the_hubs_attacks_cost_the_honest_students_nothing(
     room = Room(work)
     said: list[str] = []
     try:
-        with users(5) as accounts:
+        with users(6) as accounts:
             names = [a.pw_name for a in accounts]
-            honest, mallory = names[:4], accounts[4]
+            honest, mallory, contained = names[:4], accounts[4], names[5]
             for account in accounts:
                 for folder in (
                     work / f"home-{account.pw_name}",
@@ -185,9 +220,9 @@ def test_the_hubs_attacks_cost_the_honest_students_nothing(
                 "DASK_GPUDASK__ROOM_GPUS": "1",
             }
             extra = (
-                '\nc.JupyterHub.spawner_class = "localprocess"\n'
-                f"c.Spawner.cmd = [{str(shared_python)!r}, '-m', 'jupyterhub.singleuser']\n"
+                f"\nc.Spawner.cmd = [{str(shared_python)!r}, '-m', 'jupyterhub.singleuser']\n"
                 f'c.LocalProcessSpawner.home_dir_template = "{work}/home-{{username}}"\n'
+                + CONTAINED.format(name=contained, home=str(work / f"home-{contained}"))
             )
             with running_hub(work, names, environment, extra) as hub:
                 for name in honest:
@@ -286,11 +321,36 @@ def test_the_hubs_attacks_cost_the_honest_students_nothing(
                 after = room.shares(others, dict.fromkeys(others, alone))
                 said.append(f"{busy} with four notebooks: {_gib(after)}")
                 assert set(after.values()) == {alone}
+
+                # a fifth student, whose server runs in a PID namespace of its own
+                hub.start_server(contained)
+                kc = kernel_in(hub, contained)
+                reply = run(kc, START)
+                assert reply["status"] == "ok", reply["output"]
+                inside, uuid = reply["output"].split("KERNEL")[1].split()[:2]
+                uid = pwd.getpwnam(contained).pw_uid
+                (lease,) = [x for x in RoomDir(room.path).leases() if x.uid == uid]
+                assert lease.pid == int(inside) and lease.kernel_pid not in (0, int(inside))
+                assert processes.owner_uid(lease.kernel_pid) == uid  # the pid we know it by
+                room.kernels[contained] = (kc, lease.kernel_pid, uuid)
+                room.show(contained, 3 * GiB)
+                here = [n for n in honest if room.kernels[n][2] == uuid]
+                assert busy not in here and len(here) == 2, (uuid, on)  # the emptier GPU
+                three = _level(16 - 3 * 1.0, 3)
+                expected = {n: (three if n in here else alone) for n in honest}
+                # its part of its GPU divided among its four kernels: the first holds 3 GiB
+                expected[busy] = 3 * GiB
+                expected[contained] = three  # as it computes its share itself, from inside
+                joined = room.shares([*honest, contained], expected)
+                said.append(f"a fifth student in a PID namespace of its own: {_gib(joined)}")
+                assert joined == expected
+                view = run(kc, "%gpu_cluster room")["output"]
+                assert "1 GPU" not in view and "3 student(s)" in view, view
                 for kc in extra_kernels:
                     kc.stop_channels()
                 for kc, _, _ in room.kernels.values():
                     kc.stop_channels()
-                for name in honest:
+                for name in [*honest, contained]:
                     hub.stop_server(name)
     finally:
         print("\n".join(said))

@@ -91,19 +91,25 @@ class Room(RuleBasedStateMachine):
         self.namespaces = 0
         self._saved = (
             proof.lock_table,
+            proof._exists,
             processes.parent_of,
             processes.owner_uid,
             processes.process_started,
         )
         proof.lock_table = self.lock_table  # type: ignore[assignment]
+        proof._exists = self.model.alive.__contains__  # type: ignore[assignment]
         processes.parent_of = self.model.parent.get  # type: ignore[assignment]
         processes.owner_uid = self.owner  # type: ignore[assignment]
         processes.process_started = self.started  # type: ignore[assignment]
 
     def teardown(self) -> None:
-        (proof.lock_table, processes.parent_of, processes.owner_uid, processes.process_started) = (
-            self._saved
-        )  # type: ignore[misc]
+        (
+            proof.lock_table,
+            proof._exists,
+            processes.parent_of,
+            processes.owner_uid,
+            processes.process_started,
+        ) = self._saved  # type: ignore[misc]
         shutil.rmtree(self.path, ignore_errors=True)
 
     def started(self, pid: int) -> int | None:
@@ -235,7 +241,7 @@ class Room(RuleBasedStateMachine):
         found = self.counted()
         memory = self.nvml()
         try:
-            chosen = shares.choose_elastic(DEVICES, found, 1, memory)
+            chosen = shares.choose_elastic(DEVICES, found, 1, memory, uid=account)
         except ClusterError:
             event("a start refused")
             for device in DEVICES:  # refused only where the account's part is held already
@@ -359,16 +365,15 @@ class Room(RuleBasedStateMachine):
                     assert self.cap(s, found) == self.cap(s, neutral), "a forged figure counted"
         return forger
 
-    @rule(gpu=st.sampled_from(DEVICES), count=st.integers(1, 30))
+    @rule(gpu=st.sampled_from(DEVICES), count=st.integers(1, 8))
     def a_swarm(self, gpu: nvml.Device, count: int) -> None:
         """Another account starts ``count`` processes of its own, each holding the lock of a
         well-formed lease on ``gpu``: the others' caps are what one holder of that account
         (holding nothing) leaves them."""
-        before = None
-        if not any(s.lease.uid == OTHER and s.uuid == gpu.uuid for s in self.live):
-            before = None  # a new account: it costs what one honest student costs
-        else:
-            before = {s.lease.key: self.cap(s) for s in self.live if s.lease.uid != OTHER}
+        before = None  # a new account there: it costs what one honest student costs
+        if any(s.lease.uid == OTHER and s.uuid == gpu.uuid for s in self.live):
+            found = self.counted()
+            before = {s.lease.key: self.cap(s, found) for s in self.live if s.lease.uid != OTHER}
         for _ in range(count):
             sleeper = self._pid(OTHER)
             lease = Lease(
@@ -379,7 +384,8 @@ class Room(RuleBasedStateMachine):
             self.live.append(Student(lease, gpu.uuid, sleeper, [], [], forged=True))
         event("a swarm")
         if before is not None and gpu.uuid not in self.model.hidden:
-            after = {s.lease.key: self.cap(s) for s in self.live if s.lease.uid != OTHER}
+            found = self.counted()
+            after = {s.lease.key: self.cap(s, found) for s in self.live if s.lease.uid != OTHER}
             assert after == before, "a swarm of an account present changed another's cap"
 
     @rule(victim=students)
@@ -428,12 +434,14 @@ class Room(RuleBasedStateMachine):
 
     @rule(step=st.sampled_from([-3600.0, 3600.0, -86400.0]))
     def the_clock_is_stepped(self, step: float) -> None:
-        before = {s.lease.key: self.cap(s) for s in self.live}
+        found = self.counted()
+        before = {s.lease.key: self.cap(s, found) for s in self.live}
         for student in self.live:
             student.lease.taken += step
             student.lease.active += step
             self.write(student.lease)
-        assert {s.lease.key: self.cap(s) for s in self.live} == before
+        found = self.counted()
+        assert {s.lease.key: self.cap(s, found) for s in self.live} == before
 
     @rule(gpu=st.sampled_from(DEVICES))
     def nvml_hides_the_processes_of(self, gpu: nvml.Device) -> None:

@@ -116,8 +116,10 @@ def test_planted_files_are_ignored_with_a_log_line_and_never_raise(
     data["gpus"] = [{"uuid": "GPU-x", "index": -1, "share": 1}]
     (folder / f"negative{suffix}").write_text(json.dumps(data))
     # folders that are no account's own: named for another uid, writable by others, a link
-    other = room.path / f"gpudask-room-{os.getuid() + 1}"
+    other = room.path / f"gpudask-room-{os.getuid() + 1}"  # that account's, open to all
     other.mkdir()
+    os.chown(other, os.getuid() + 1, -1)
+    os.chmod(other, 0o777)
     (other / f"x{suffix}").write_text(good.to_json())
     loose = room.path / f"gpudask-room-{os.getuid()}-0badf00d"
     loose.mkdir(mode=0o777)

@@ -350,6 +350,8 @@ def _killed_kernel_leftovers(runtime: Path, room: Path) -> list[str]:
 
     from support import kernel_factory, run_cell, spawned_workers, undertaker_of, wait_gone
 
+    from gpudask_jupyter.cluster.room import proof
+
     with kernel_factory(runtime) as start:
         km, kc = start()
         reply = run_cell(
@@ -367,7 +369,7 @@ def _killed_kernel_leftovers(runtime: Path, room: Path) -> list[str]:
         held = [
             f"gpudask-kernel-{km.kernel_id}.json",
             f"gpudask-kernel-{km.kernel_id}-tls",
-            f"{pid}.lease.json",
+            f"{proof.pid_namespace()}-{pid}.lease.json",  # its PID namespace and pid
             segment,
         ]
         assert _still_there(runtime, room, held) == held  # all there while the kernel lives

@@ -118,8 +118,10 @@ class Lease:
 
     @property
     def key(self) -> str:
-        """This lease among others: its user, its kernel process and when it started."""
-        return f"{self.uid}:{self.pid}:{self.started}"
+        """This lease among others: its user, its kernel process and when it started (and the
+        kernel's PID namespace, where known: two containers' kernels may share pid and start)."""
+        key = f"{self.uid}:{self.pid}:{self.started}"
+        return f"{key}@{self.pidns}" if self.pidns else key
 
     def to_json(self) -> str:
         data = asdict(self)

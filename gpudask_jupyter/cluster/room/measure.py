@@ -14,7 +14,9 @@ containers' processes), holders cannot be measured one by one. Then the holder w
 counts its own figure (its kernel's capped allocations) for itself, and the rest of the memory
 NVML shows in use is split evenly among the other accounts present, and within each among its
 kernels: what the room counts of another account is what the machine shows, never the figure its
-lease writes.
+lease writes. Holders whose kernel runs in a PID namespace this process cannot see into
+(:mod:`.proof`) are counted the same way: the memory of processes of no known holder is split
+among them, not left outside the room.
 """
 
 from __future__ import annotations
@@ -175,9 +177,13 @@ def attribute(
         held = {k: max(0, raw[k] - CONTEXT_RESERVE * count[k]) for k in keys}
         total_used = memory.used if memory.used is not None else sum(memory.processes.values())
         outside = max(0, total_used - sum(raw.values()))
+        unseen = [x for x in holders if x.kernel_pid <= 0 and not count[x.key]]
+        if unseen and outside:  # kernels in a PID namespace this process cannot see into
+            lumped, lumped_count, outside = _hidden(outside, unseen, None, 0)
+            held.update(lumped)
+            count.update(lumped_count)
     else:
-        held, count = _hidden(memory.used or 0, holders, own, own_held)
-        outside = 0
+        held, count, outside = _hidden(memory.used or 0, holders, own, own_held)
     if own is not None and own.key in held:
         held[own.key] = max(held[own.key], own_held)
     return Held(held, outside, count, accounts)
@@ -185,10 +191,12 @@ def attribute(
 
 def _hidden(
     used: int, holders: Sequence[Lease], own: Lease | None, own_held: int
-) -> tuple[dict[str, int], dict[str, int]]:
+) -> tuple[dict[str, int], dict[str, int], int]:
     """What each holder holds on a GPU whose processes NVML hides: ``own`` its own figure, the
     rest of what is in use split evenly among the accounts of the other leases, then among
-    their kernels. Each account is counted a kernel's and a worker's context."""
+    their kernels; and what is in use by nobody of them (all of the rest where there is no
+    other lease: processes outside the room, or more of its own than a kernel's and a worker's
+    contexts). Each account is counted a kernel's and a worker's context."""
     mine = own.key if own is not None else None
     others: dict[int, list[str]] = {}
     for lease in holders:
@@ -206,4 +214,4 @@ def _hidden(
     count = dict.fromkeys(held, 0)
     for key in first.values():
         count[key] = CONTEXTS_PER_HOLDER
-    return held, count
+    return held, count, 0 if others else lump

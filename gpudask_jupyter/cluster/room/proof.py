@@ -20,6 +20,14 @@ A lease counts only where, besides its lock being held:
 * in another namespace (a server in a container of its own), the holder's pid as the reader
   sees it is where its processes are found (:attr:`Proof.pid`), 0 where it cannot be seen.
 
+A reader that is itself in a PID namespace below the machine's first sees in ``/proc/locks``
+only the locks of processes of its own namespace (Linux filters the table). There a lease of
+another namespace whose lock it cannot see counts as present, its processes unseen
+(:mod:`.measure` splits among such holders what no known holder holds): a lease is only ever
+one more kernel of its own account, so what it cannot verify costs the others at most one more
+student, and a reader of the machine's first namespace (the host, another student's server)
+still sees the truth.
+
 Where ``/proc/locks`` cannot be read (not Linux, a sandbox), :func:`fallback_alive` says
 whether the kernel lives from the process table, as before locks were used (logged once).
 """
@@ -46,6 +54,8 @@ LOCK_MODE = 0o600
 LOCK_SUFFIX = ".lock"
 #: where a process's PID namespace is named
 PID_NAMESPACE = "/proc/self/ns/pid"
+#: the machine's first PID namespace (the kernel's fixed PROC_PID_INIT_INO)
+FIRST_NAMESPACE = 0xEFFFFFFC
 
 _warned = False
 
@@ -140,13 +150,18 @@ def prove(
             return Proof(0, "its kernel has ended (its lock file is gone)")
         return Proof(0, "its lock file is not a file of its own account alone")
     holder = table.get(ident)
-    if holder is None:
-        return Proof(0, "its kernel has ended (nothing holds its lock)")
     here = pid_namespace()
-    if namespace and here and namespace != here:  # 0: unknown, taken for the reader's own
+    elsewhere = bool(namespace and here and namespace != here)  # 0: taken for the reader's own
+    if holder is None:
+        if elsewhere and here != FIRST_NAMESPACE:  # its lock cannot be seen from here
+            return Proof(0)
+        return Proof(0, "its kernel has ended (nothing holds its lock)")
+    if elsewhere:
         return Proof(holder)
     if holder != pid:
         return Proof(0, f"its lock is held by process {holder}, not by the kernel {pid} it names")
+    if not _exists(pid):  # a child forked from the kernel (the notebook's own) keeps the lock
+        return Proof(0, f"its kernel has ended (process {pid} is gone)")
     owner = processes.owner_uid(pid)
     if owner is not None and owner != uid:
         return Proof(0, f"process {pid} belongs to uid {owner}")
@@ -154,6 +169,18 @@ def prove(
     if seen is not None and seen != started:
         return Proof(0, f"process {pid} is not the kernel that wrote it (started {seen})")
     return Proof(pid)
+
+
+def _exists(pid: int) -> bool:
+    """Whether a process ``pid`` exists, even where ``/proc`` hides it (``kill`` answers "not
+    permitted" for another account's process, "no such process" only for none)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def fallback_alive(pid: int, started: int) -> bool:

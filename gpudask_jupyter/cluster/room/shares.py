@@ -190,6 +190,7 @@ def choose_elastic(
     want: int,
     memory: Mapping[str, measure.GpuMemory],
     named: bool = False,
+    uid: int | None = None,
 ) -> Placement:
     """Place one kernel where the instructor set no plan: ``want`` GPUs of ``devices``, those
     with the largest cap a newcomer would get there (then the fewest holders, the lowest
@@ -201,14 +202,14 @@ def choose_elastic(
     if not devices:
         raise ClusterError("the room has no GPU to place this kernel on")
     want = min(max(want, 1), len(devices))
-    me = os.getuid()
+    me = os.getuid() if uid is None else uid  # the account the kernel is placed for
     counts = {d.uuid: len(holders_on(leases, d.uuid)) for d in devices}
     shared = any(lease.uid != me for lease in leases)
     mine = {
         d.uuid: shared and any(x.uid == me for x in holders_on(leases, d.uuid)) for d in devices
     }
     held = {d.uuid: held_on(d.uuid, leases, memory) for d in devices}
-    offers = {d.uuid: offer(d.memory_total, held[d.uuid]) for d in devices}
+    offers = {d.uuid: offer(d.memory_total, held[d.uuid], me) for d in devices}
     order = sorted(
         devices,
         key=lambda d: (not mine[d.uuid], -offers[d.uuid], counts[d.uuid], d.index, d.uuid),
