@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from room_locks import write_held
 
-from gpudask_jupyter.cluster.room import caps, leases, placement
+from gpudask_jupyter.cluster.room import caps, leases, placement, proof
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.errors import ClusterError
 from gpudask_jupyter.machine import processes
@@ -149,6 +149,24 @@ def test_a_dead_kernels_lease_no_longer_counts_and_its_owner_removes_it(room: Ro
     path = room.write(dead)
     assert room.leases() == []
     assert not path.exists()
+
+
+def test_a_lease_written_after_the_lock_table_was_read_is_kept(
+    room: RoomDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader outside the room's lock (a prune, a follower) reads the machine's locks, then a
+    starting kernel of the same account takes its lock and writes its lease, then the reader
+    lists the folder: the lease is not called dead (nor removed) on the stale table."""
+    stale = proof.lock_table()
+    lease = lease_of(gpus(1)[0], GiB)
+    write_held(room, lease)
+    real = proof.lock_table
+    reads = iter([stale])
+    monkeypatch.setattr(
+        proof, "lock_table", lambda path=proof.LOCKS: next(reads, None) or real(path)
+    )
+    assert [x.pid for x in room.leases()] == [lease.pid]
+    assert lease.path is not None and lease.path.exists()
 
 
 def test_a_reused_pid_does_not_keep_a_lease(room: RoomDir) -> None:

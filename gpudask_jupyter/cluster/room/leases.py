@@ -419,6 +419,12 @@ class RoomDir:
         else:
             found = proof.prove(path, SUFFIX, uid, lease.pid, lease.started, lease.pidns, table)
             why, local = found.why, (None if found.pid == lease.pid else found.pid)
+        if why and uid == self.uid and why.startswith("its kernel has ended"):
+            # the table was read before this lease's kernel took its lock and wrote it (a start
+            # outside this reader's room lock): read it again before calling the kernel dead
+            fresh = proof.lock_table() or {}
+            found = proof.prove(path, SUFFIX, uid, lease.pid, lease.started, lease.pidns, fresh)
+            why, local = found.why, (None if found.pid == lease.pid else found.pid)
         if why:
             if uid == self.uid and why.startswith("its kernel has ended"):
                 log.info("room: the kernel of %s has ended; its lease no longer counts", path.name)
