@@ -1,5 +1,6 @@
 """The room: a shared GPU server's students, each on a fair share of its GPUs. What a user reads of
-it (:mod:`.sentences`); the lease files (:mod:`.leases`), placement by plan (:mod:`.placement`)
+it (:mod:`.sentences`); the lease files (:mod:`.leases`) and the lock that proves each one its
+kernel's (:mod:`.proof`), placement by plan (:mod:`.placement`)
 or elastic shares (:mod:`.shares`), what the machine measured (:mod:`.measure`), the caps
 (:mod:`.caps`, :mod:`.allocator`, :mod:`.worker_share`), this kernel's lease (:mod:`.holder`),
 the room as shown (:mod:`.reading`, :mod:`.frame_part`).
