@@ -82,7 +82,7 @@ class ContainedSpawner(LocalProcessSpawner):
         if self.user.name == {name!r}:
             user = pwd.getpwnam({name!r})
             self.cmd = [
-                "unshare", "--pid", "--fork", "--mount-proc",
+                "unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
                 "setpriv", f"--reuid={{user.pw_uid}}", f"--regid={{user.pw_gid}}", "--clear-groups",
                 *self.cmd,
             ]
@@ -352,6 +352,10 @@ def test_the_hubs_attacks_cost_the_honest_students_nothing(
                     kc.stop_channels()
                 for name in [*honest, contained]:
                     hub.stop_server(name)
+            # the contained server's namespace outlives the unshare the hub stopped (the test's
+            # own wrapper, not a spawner's): every process of the test's accounts goes now
+            for account in accounts:
+                subprocess.run(["pkill", "-KILL", "-u", str(account.pw_uid)], check=False)
     finally:
         print("\n".join(said))
         shutil.rmtree(work, ignore_errors=True)
