@@ -413,18 +413,11 @@ class RoomDir:
         if lease.uid != uid:
             self._skip(uid, "%s: it names uid %s in uid %s's folder", path, lease.uid, uid)
             return None
-        if table is None:
-            alive, local = proof.fallback_alive(lease.pid, lease.started), None
-            why = "" if alive else "its kernel has ended"
-        else:
-            found = proof.prove(path, SUFFIX, uid, lease.pid, lease.started, lease.pidns, table)
-            why, local = found.why, (None if found.pid == lease.pid else found.pid)
-        if why and uid == self.uid and why.startswith("its kernel has ended"):
+        why, local = _proven(path, lease, table)
+        if why and uid == self.uid and why.startswith("its kernel has ended") and table is not None:
             # the table was read before this lease's kernel took its lock and wrote it (a start
             # outside this reader's room lock): read it again before calling the kernel dead
-            fresh = proof.lock_table() or {}
-            found = proof.prove(path, SUFFIX, uid, lease.pid, lease.started, lease.pidns, fresh)
-            why, local = found.why, (None if found.pid == lease.pid else found.pid)
+            why, local = _proven(path, lease, proof.lock_table())
         if why:
             if uid == self.uid and why.startswith("its kernel has ended"):
                 log.info("room: the kernel of %s has ended; its lease no longer counts", path.name)
@@ -548,6 +541,19 @@ class RoomDir:
             if err.errno != errno.ENOENT:
                 log.warning("room: cannot remove %s (%s)", lease.path, err)
         lease.path = None
+
+
+def _proven(
+    path: Path, lease: Lease, table: dict[proof.LockId, int] | None
+) -> tuple[str, int | None]:
+    """Why the lease at ``path`` does not count ("" when it does), and its kernel's pid as this
+    process numbers it where that is not ``lease.pid`` (:class:`Lease.local`); from the lock
+    ``table``, or from the processes where there is none."""
+    if table is None:
+        alive = proof.fallback_alive(lease.pid, lease.started)
+        return ("" if alive else "its kernel has ended"), None
+    found = proof.prove(path, SUFFIX, lease.uid, lease.pid, lease.started, lease.pidns, table)
+    return found.why, (None if found.pid == lease.pid else found.pid)
 
 
 def _lock_left(path: Path) -> bool:
