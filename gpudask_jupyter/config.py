@@ -43,6 +43,16 @@ def _positive_int(value: Any) -> int:
     return number
 
 
+def _gpu_time(value: Any) -> str:
+    """One of the GPU-time sources' choices (:data:`.gpu_time.facts.CHOICES`)."""
+    from .gpu_time.facts import CHOICES
+
+    text = str(value).strip().lower()
+    if text not in CHOICES:
+        raise ValueError(f"expected one of {', '.join(CHOICES)}, not {value!r}")
+    return text
+
+
 def parse_share(value: Any) -> str | float | int:
     """A room share: ``auto``, a fraction of a GPU in (0, 1] or a size (``12GiB``)."""
     if isinstance(value, str) and value.strip().lower() == "auto":
@@ -259,6 +269,15 @@ OPTIONS: dict[str, Option] = {
             _names,
             "Who sees other holders' names in `%gpu_cluster room` and the room views: `none` "
             "(everybody sees counts), `all`, or the instructors' user names, comma-separated.",
+        ),
+        Option(
+            "gpu-time",
+            "auto",
+            _gpu_time,
+            "How GPU time, memory peaks and bus bytes are measured per task prefix and per "
+            "cell (`%gpu_cluster profile`, the views' GPU time): `auto` (CUPTI where "
+            "`cupti-python` is installed, else NVML's per-process samples), `cupti`, `nvml`, "
+            "or `off`.",
         ),
         _clamped_seconds(
             "room-idle",

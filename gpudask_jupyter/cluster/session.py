@@ -31,6 +31,7 @@ from typing import Any
 
 from .. import compat, config, lifecycle, registry
 from ..errors import ClusterError
+from ..gpu_time import kernel as gpu_time
 from ..machine import nvml, processes
 from ..registry.kernel_id import kernel_id
 from ..text.units import format_seconds
@@ -239,6 +240,7 @@ class ClusterSession:
         session.pids.note(cluster)
         session.note_room()
         _record_tasks(client)
+        gpu_time.install(client)
         if access.dashboard is None:
             session._dashboard = ""  # the scheduler's HTTP port answers a health check only
         session._register()
@@ -305,6 +307,7 @@ class ClusterSession:
         prune_registry()
         client = connect(target, timeout, cancelled=cancelled)
         session = cls(client, None, [], tls_files=target.tls_files())
+        gpu_time.install(client)
         session._register()
         _set_current(session)
         return session
@@ -328,6 +331,7 @@ class ClusterSession:
             made.close(timeout)
             raise
         session = cls(client, None, [], tls_files=tls)
+        gpu_time.install(client)
         session.gateway = made
         session._register()
         _set_current(session)
@@ -399,6 +403,7 @@ class ClusterSession:
         session = cls(client, None, plan.devices, plan.reason, tls_files=plan.target.tls_files())
         session.joined = joined
         session.room = plan.room
+        gpu_time.install(client)
         joined.on_change = session._register  # the server marks our workers by their addresses
         session._register()
         _set_current(session)

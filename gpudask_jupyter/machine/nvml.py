@@ -324,3 +324,30 @@ def process_utilization() -> dict[tuple[str, int], int]:
             key = (device.uuid, int(sample.pid))
             out[key] = max(out.get(key, 0), int(sample.smUtil))
     return out
+
+
+class NoSamples(RuntimeError):
+    """NVML keeps no per-process samples for this device here; the message says why."""
+
+
+def process_samples(device: str | int, since: int) -> list[tuple[int, int, float]]:
+    """NVML's per-process utilisation samples of ``device`` (a UUID or an index) newer than
+    ``since`` (µs since the epoch): ``(pid, timestamp µs, SM busy %)`` each. Raises
+    :class:`NoSamples` where NVML is unavailable or the device keeps none (MIG instances, some
+    boards); no sample newer than ``since`` is an empty list."""
+    _ensure()
+    if not _status.available:
+        raise NoSamples(_status.reason)
+    handle = next(
+        (h for d, h in _handles if d.uuid == device or (d.index == device and d.mig_index is None)),
+        None,
+    )
+    if handle is None:
+        raise NoSamples(f"NVML does not know the GPU {device}")
+    try:
+        found = _pynvml.nvmlDeviceGetProcessUtilization(handle, since)
+    except _pynvml.NVMLError_NotFound:
+        return []
+    except _pynvml.NVMLError as err:
+        raise NoSamples(f"NVML keeps no per-process samples of GPU {device} ({err})") from err
+    return [(int(s.pid), int(s.timeStamp), float(s.smUtil)) for s in found]

@@ -48,6 +48,15 @@ def _subcommand(spec: Spec) -> Callable[[H], H]:
     return register
 
 
+def _note_moved(direction: str, report: Any) -> None:
+    """What a %%to_gpu / %%to_cpu moved, counted in its cell's GPU time (``%gpu_cluster
+    profile``): the bytes it reported, not a source's guess."""
+    from ..gpu_time import kernel as gpu_time
+
+    moved = sum(m.nbytes or 0 for m in report.moved if m.path != "lazy")
+    gpu_time.note_moved("htod" if direction == "gpu" else "dtoh", moved)
+
+
 def _user_error(err: GpuDaskError) -> UsageError:
     """The one sentence the user sees; the whole error is kept for ``status --verbose``."""
     log.debug("shown to the user: %s", err, exc_info=err)
@@ -401,6 +410,22 @@ class GpuDaskMagics(Magics):
 
         _display(reading.table(reading.read()))
 
+    @_subcommand(parsers.profile)
+    def _profile(self, args: argparse.Namespace) -> Any:
+        from ..cluster.session import current
+        from ..gpu_time import kernel as gpu_time
+
+        if args.cell is not None and args.seconds is not None:
+            raise UsageError("--cell and --seconds choose the same thing: give one of them")
+        session = current()
+        client = session.client if session is not None and session.alive else None
+        found = gpu_time.profile(client, cell=args.cell, seconds=args.seconds)
+        table = found.table()
+        print(table.title)
+        for note in table.notes:
+            print(note)
+        return found.frame()
+
     @_subcommand(parsers.config)
     def _config(self, args: argparse.Namespace) -> None:
         from ..text.table import Table
@@ -467,5 +492,6 @@ class GpuDaskMagics(Magics):
             message = notice_once(why)
             if message:
                 _warn(message)
+        _note_moved(direction, report)
         if not args.quiet and (report.moved or report.skipped):
             _display(report.table())

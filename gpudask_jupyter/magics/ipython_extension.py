@@ -24,6 +24,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     global _magics
     from ..cluster import prewarm
     from ..cluster.room import import_hook
+    from ..gpu_time.kernel import kernel_cells
     from ..lifecycle import leftovers, shutdown
     from . import completion, out_of_memory
     from .gpudask_magics import GpuDaskMagics
@@ -38,6 +39,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     out_of_memory.install(ipython)
     shutdown.install(ipython)
     prewarm.after_cell(ipython)
+    kernel_cells.install(ipython)
     import_hook.install(_placed_before_gpu_import, _capped_after_gpu_import)
 
 
@@ -60,10 +62,12 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
     from .. import config, lifecycle
     from ..cluster import prewarm
     from ..cluster.room import import_hook
+    from ..gpu_time.kernel import kernel_cells
     from ..lifecycle import shutdown
     from . import completion, out_of_memory
 
     import_hook.uninstall()
+    kernel_cells.uninstall()
     prewarm.cancel()
     lifecycle.unload()
     shutdown.uninstall()

@@ -390,6 +390,33 @@ def room() -> None:
     shows names)."""
 
 
+@ma.magic_arguments(name="gpu_cluster profile")
+@ma.argument(
+    "--cell",
+    type=int,
+    metavar="N",
+    help="the cell In[N] (default: the last cell that finished before this one)",
+)
+@ma.argument(
+    "--seconds",
+    type=arg_types.seconds,
+    metavar="S",
+    help="the last S seconds instead of a cell (e.g. 30, 2min)",
+)
+def profile() -> None:
+    """Where the GPU's time, memory and bus bytes went in a cell (or the last seconds): per task
+    prefix on the cluster's workers, and the kernel's own GPU work, as a table (a pandas
+    DataFrame, returned). GPU time comes from CUPTI where cupti-python is installed, else NVML's
+    per-process samples; the lines above the table say which, and its resolution.
+
+    Examples::
+
+        %gpu_cluster profile
+        df = %gpu_cluster profile --cell 12
+        %gpu_cluster profile --seconds 60
+    """
+
+
 @ma.magic_arguments(name="gpu_cluster config")
 def config() -> None:
     """Show every gpudask option, its value in effect and where to set it."""
@@ -406,6 +433,7 @@ SUBCOMMANDS: dict[str, Spec] = {
     "stop": stop,
     "panel": panel,
     "room": room,
+    "profile": profile,
     "config": config,
     "gateway": gateway,
 }
@@ -468,6 +496,7 @@ def gpu_cluster_doc() -> str:
         "    %gpu_cluster panel",
         "    %gpu_cluster status --verbose",
         "    %gpu_cluster room",
+        "    %gpu_cluster profile",
         "    %gpu_cluster stop",
         "",
     ]

@@ -330,3 +330,37 @@ def test_plain_cudf_in_a_cell_before_any_magic_is_placed_and_capped(no_plan: Any
     assert "PINNED True" in out, out
     cap = out.split("CAP ")[1].split()
     assert cap[0] == cap[1], out
+
+
+def test_one_students_four_kernels_divide_that_students_part(no_plan: Any) -> None:
+    """One account, four notebooks each with a cluster: the room counts one student and four
+    kernels, and the four shares together are what one student alone would get, not four."""
+    _, first = no_plan()
+    alone = run(first, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)
+    assert alone["status"] == "ok", alone["output"]
+    whole = _number(run(first, "print('SHARE', holder.current_share())")["output"], "SHARE")
+    others = [no_plan()[1] for _ in range(3)]
+    for kc in others:
+        started = run(kc, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)
+        assert started["status"] == "ok", started["output"]
+    wait = (
+        "end = time.time() + 20\n"
+        "while holder.current_share() > {limit} and time.time() < end:\n"
+        "    time.sleep(0.2)\n"
+        "print('SHARE', holder.current_share())"
+    )
+    shares = [
+        _number(run(kc, wait.format(limit=whole // 4 + GiB))["output"], "SHARE")
+        for kc in [first, *others]
+    ]
+    # each kernel's CUDA contexts (kernel and worker) are set aside from the whole: four
+    # kernels' shares add up to at most what one alone got, and to no less than that less
+    # three more kernels' contexts (2 GiB at most each)
+    assert sum(shares) <= whole + GiB, shares
+    assert sum(shares) >= whole - 6 * GiB, shares
+    assert max(shares) - min(shares) <= GiB, shares
+    room = run(first, "%gpu_cluster room")["output"]
+    assert "1 student(s), 4 kernel(s)" in room, room
+    assert "you: 4 kernels" in room, room
+    for kc in [first, *others]:
+        run(kc, "%gpu_cluster stop")

@@ -1,0 +1,195 @@
+"""GPU time per task prefix against the truth, and what measuring costs.
+
+Truth: one dask-cuda worker runs tasks whose GPU time and bytes are known by construction: a
+kernel that spins on the GPU's global timer for a set time (``spin``: 1 s each), copies of set
+sizes host→device and back (``copy``: 256 MiB each way), and tasks that only sleep (``idle``).
+The GPU-time plugin attributes GPU seconds and bytes to each prefix from each source present
+(NVML's per-process samples; CUPTI where ``cupti-python`` is installed); the table prints them
+against the truth, as ratios.
+
+Cost: notebook 04's pipeline (filter, new column, groupby with a shuffle, top 10) on a persisted
+cuDF frame, run without the plugin and with it (each source), alternating; the ratio of medians.
+
+Each case is repeated ``--runs`` times (default 5): median and min–max.
+
+    python benchmarks/gpu_time.py [--runs 5] [--rows 50_000_000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+SPIN = r"""
+extern "C" __global__ void spin(unsigned long long ns){
+  unsigned long long s, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(s));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - s < ns);
+}"""
+SPIN_SECONDS = 1.0
+COPY_BYTES = 256 * 2**20
+TASKS = 4
+
+
+def spin(seconds: float, i: int) -> int:
+    import cupy
+
+    kernel = cupy.RawKernel(SPIN, "spin")
+    kernel((1,), (1,), (cupy.uint64(int(seconds * 1e9)),))
+    cupy.cuda.runtime.deviceSynchronize()
+    return i
+
+
+def copy(nbytes: int, i: int) -> int:
+    import cupy
+    import numpy
+
+    host = numpy.ones(nbytes, dtype="u1")
+    back = cupy.asnumpy(cupy.asarray(host))
+    return int(back[0]) + i
+
+
+def idle(seconds: float, i: int) -> int:
+    time.sleep(seconds)
+    return i
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.3g} ({min(values):.3g}–{max(values):.3g})"
+
+
+def truth_runs(client: Any, source: str, runs: int) -> dict[str, list[tuple[float, float]]]:
+    """Per prefix: (GPU seconds attributed, bytes attributed) of each run."""
+    from gpudask_jupyter.gpu_time import readings, worker_plugin
+
+    _without_plugin(client)
+    client.register_plugin(worker_plugin.GpuTimePlugin(source), name=worker_plugin.NAME)
+    found: dict[str, list[tuple[float, float]]] = {}
+    for run in range(runs):
+        start = time.time()
+        futures = [
+            client.submit(spin, SPIN_SECONDS, i, key=f"spin-{run}-{i}") for i in range(TASKS)
+        ]
+        futures += [client.submit(copy, COPY_BYTES, i, key=f"copy-{run}-{i}") for i in range(TASKS)]
+        futures += [client.submit(idle, 1.0, i, key=f"idle-{run}-{i}") for i in range(2)]
+        client.gather(futures)
+        client.run(worker_plugin.flush)
+        deadline = time.time() + 10
+        while True:
+            events = client.run_on_scheduler(readings.events_since, since=start)
+            rows = {p.prefix: p for p in readings.per_prefix(events, start=start)}
+            if sum(p.tasks for p in rows.values()) >= 2 * TASKS + 2 or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        for prefix, p in rows.items():
+            found.setdefault(prefix, []).append((p.gpu, p.htod + p.dtoh))
+        said = readings.sources_of(client.run_on_scheduler(readings.events_since)).summary()
+    print(f"  {source}: {said}")
+    return found
+
+
+def _without_plugin(client: Any) -> None:
+    import contextlib
+
+    from gpudask_jupyter.gpu_time import worker_plugin
+
+    with contextlib.suppress(ValueError):
+        client.unregister_worker_plugin(worker_plugin.NAME)
+
+
+def pipeline_seconds(client: Any, events: Any) -> float:
+    df = events
+    start = time.perf_counter()
+    positive = df[df.y > 0]
+    positive = positive.assign(z=positive.x * positive.y)
+    per_key = positive.groupby("key").agg({"z": "sum", "x": "mean"}, split_out=4)
+    per_key.nlargest(10, "z").compute()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=50_000_000)
+    args = parser.parse_args()
+
+    import importlib.util
+
+    import dask.dataframe as dd
+    import numpy as np
+    import pandas as pd
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client, wait
+
+    from gpudask_jupyter.gpu_time import worker_plugin
+
+    sources = ["nvml"] + (["cupti"] if importlib.util.find_spec("cupti") else [])
+    with (
+        LocalCUDACluster(n_workers=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
+        import cloudpickle
+
+        import gpudask_jupyter.gpu_time as package
+
+        cloudpickle.register_pickle_by_value(package)
+        print(f"GPU time against the truth: {TASKS} tasks per prefix, {args.runs} runs")
+        truth = {
+            "spin": (TASKS * SPIN_SECONDS, 0),
+            "copy": (None, TASKS * 2 * COPY_BYTES),
+            "idle": (0.0, 0),
+        }
+        print(
+            "| source | prefix | GPU s (truth) | GPU s attributed | ratio | bytes (truth) "
+            "| bytes attributed |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for source in sources:
+            found = truth_runs(client, source, args.runs)
+            for prefix, (seconds, nbytes) in truth.items():
+                got = found.get(prefix, [(0.0, 0)])
+                gpu = [g for g, _ in got]
+                moved = [b / 2**20 for _, b in got]
+                ratio = _spread([g / seconds for g in gpu]) if seconds else "–"
+                print(
+                    f"| {source} | {prefix} | {seconds if seconds is not None else '–'} | "
+                    f"{_spread(gpu)} | {ratio} | {nbytes / 2**20:.0f} MiB | {_spread(moved)} MiB |"
+                )
+
+        def make_partition(i: int, rows: int) -> pd.DataFrame:
+            rng = np.random.default_rng(i)
+            return pd.DataFrame(
+                {
+                    "key": rng.integers(0, 1_000, rows),
+                    "x": rng.random(rows),
+                    "y": rng.normal(size=rows),
+                }
+            )
+
+        events = dd.from_map(make_partition, range(32), rows=args.rows // 32).to_backend("cudf")
+        events = events.persist()
+        wait(events)
+        pipeline_seconds(client, events)  # warm
+        cases = ["off", *sources]
+        times: dict[str, list[float]] = {c: [] for c in cases}
+        for _ in range(args.runs):
+            for case in cases:
+                _without_plugin(client)
+                if case != "off":
+                    client.register_plugin(
+                        worker_plugin.GpuTimePlugin(case), name=worker_plugin.NAME
+                    )
+                times[case].append(pipeline_seconds(client, events))
+        print(f"\nnotebook 04's pipeline, {args.rows:,} rows, 32 partitions, {args.runs} runs each")
+        print("| plugin | seconds | against no plugin |")
+        print("| --- | --- | --- |")
+        base = statistics.median(times["off"])
+        for case in cases:
+            ratio = statistics.median(times[case]) / base
+            print(f"| {case} | {_spread(times[case])} | {ratio:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""What the workers' GPU-time events say, summed per task prefix for a stretch of time: for the
+views (the window they show) and for ``%gpu_cluster profile`` (a cell, or the last N seconds).
+
+:func:`events_since` runs inside the scheduler (shipped by value, like the monitor's probe); the
+rest runs in the kernel or the Jupyter server. A prefix's figures are sums over its tasks that
+ended in the stretch, except the memory peak, the highest of their peaks. ``busy`` is GPU seconds
+over wall seconds: how much of the time its tasks ran the GPU was working for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .facts import ROW_FIELDS, TOPIC
+
+
+def events_since(
+    dask_scheduler: Any = None, since: float = 0.0
+) -> list[tuple[float, dict[str, Any]]]:
+    """The GPU-time events the scheduler received after ``since`` (its clock), oldest first."""
+    return [(t, msg) for t, msg in dask_scheduler.get_events(TOPIC) if t > since]
+
+
+@dataclass(slots=True)
+class PrefixTime:
+    prefix: str
+    tasks: int = 0
+    wall: float = 0.0
+    gpu: float = 0.0
+    htod: int = 0
+    dtoh: int = 0
+    peak: int | None = None
+    shared: bool = False
+
+    @property
+    def busy(self) -> float | None:
+        """Share of the tasks' wall time the GPU worked for them (None: no wall time)."""
+        return self.gpu / self.wall if self.wall > 0 else None
+
+
+@dataclass(slots=True)
+class Sources:
+    """Which source each worker measures with, and why (its announcement)."""
+
+    by_worker: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def note(self, msg: dict[str, Any]) -> None:
+        self.by_worker[str(msg.get("worker"))] = msg
+
+    def summary(self) -> str:
+        """One line: the sources in use and their resolution, or why none."""
+        if not self.by_worker:
+            return "no worker has reported how it measures GPU time yet"
+        said: dict[str, int] = {}
+        for msg in self.by_worker.values():
+            if msg.get("source"):
+                res = msg.get("resolution") or 0
+                text = f"{msg['source']} ({_resolution(res)} resolution)"
+            else:
+                text = str(msg.get("reason") or "not measured")
+            said[text] = said.get(text, 0) + 1
+        return "; ".join(f"{text}: {n} worker(s)" for text, n in said.items())
+
+
+def _resolution(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.0f} ms"
+    return f"{seconds:.1f} s"
+
+
+def per_prefix(
+    events: Iterable[tuple[float, dict[str, Any]]],
+    start: float | None = None,
+    stop: float | None = None,
+    spans: set[str] | None = None,
+) -> list[PrefixTime]:
+    """Sum the usage events' rows per prefix, for tasks that ended between ``start`` and
+    ``stop`` (by each event's stretch: an event counts where its stretch lies inside; one
+    second at most on each side) or belonging to ``spans``; most GPU seconds first."""
+    found: dict[str, PrefixTime] = {}
+    for _, msg in events:
+        if msg.get("kind") != "usage":
+            continue
+        last = float(msg.get("last", 0.0))
+        if start is not None and last < start:
+            continue
+        if stop is not None and float(msg.get("first", 0.0)) > stop:
+            continue
+        for raw in msg.get("rows", ()):
+            row = dict(zip(ROW_FIELDS, raw, strict=False))
+            if spans is not None and row["span"] not in spans:
+                continue
+            out = found.setdefault(row["prefix"], PrefixTime(row["prefix"]))
+            out.tasks += int(row["tasks"])
+            out.wall += float(row["wall"])
+            out.gpu += float(row["gpu"])
+            out.htod += int(row["htod"])
+            out.dtoh += int(row["dtoh"])
+            if row["peak"] is not None:
+                out.peak = max(out.peak or 0, int(row["peak"]))
+            out.shared = out.shared or bool(row["shared"])
+    return sorted(found.values(), key=lambda p: (-p.gpu, -p.wall, p.prefix))
+
+
+def sources_of(events: Iterable[tuple[float, dict[str, Any]]]) -> Sources:
+    out = Sources()
+    for _, msg in events:
+        if msg.get("kind") == "source":
+            out.note(msg)
+    return out

@@ -1,0 +1,291 @@
+"""GPU time per task prefix and per cell, on the CPU: the join of readings to tasks, each
+source's reading of its library (CUPTI records, NVML samples, RMM statistics) driven through a
+stand-in GPU (tests/stand_in_gpu.py), the worker plugin on a real cluster feeding distributed's
+fine performance metrics and the scheduler's events, and ``%gpu_cluster profile`` in a shell."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import stand_in_gpu
+from stand_in_gpu import StandInGpu
+from support import cpu_cluster_client, wait_until
+
+from gpudask_jupyter.gpu_time import readings, worker_plugin
+from gpudask_jupyter.gpu_time.memory_peaks import Peaks
+from gpudask_jupyter.gpu_time.sources import Choice, CuptiSource, NvmlSource
+from gpudask_jupyter.gpu_time.timeline import Busy, Copy, TaskRun, attribute, union
+
+MiB = 2**20
+
+
+def run(key: str, start: float, stop: float, prefix: str = "p") -> TaskRun:
+    return TaskRun(key, prefix, "span", start, stop)
+
+
+# -- the join ----------------------------------------------------------------------------------
+
+
+def test_a_task_gets_the_busy_time_inside_its_own_interval_only() -> None:
+    tasks = [run("a", 0.0, 2.0), run("b", 3.0, 5.0)]
+    busy = [Busy(0.5, 1.5), Busy(1.8, 3.5)]  # the second spills past a's end into the gap and b
+    found = attribute(tasks, busy)
+    assert found.by_task["a"].gpu_seconds == pytest.approx(1.0 + 0.2)
+    assert found.by_task["b"].gpu_seconds == pytest.approx(0.5)
+    assert found.unclaimed.gpu_seconds == pytest.approx(1.0)  # 2.0–3.0: nobody's
+
+
+def test_overlapping_tasks_share_the_moments_they_share_equally() -> None:
+    tasks = [run("a", 0.0, 4.0), run("b", 2.0, 6.0)]
+    found = attribute(tasks, [Busy(0.0, 6.0)])
+    assert found.by_task["a"].gpu_seconds == pytest.approx(2.0 + 1.0)
+    assert found.by_task["b"].gpu_seconds == pytest.approx(1.0 + 2.0)
+
+
+def test_kernels_on_several_streams_count_once_and_samples_count_their_level() -> None:
+    assert union([Busy(0, 2), Busy(1, 3), Busy(5, 6)]) == [Busy(0, 3), Busy(5, 6)]
+    found = attribute([run("a", 0.0, 10.0)], [Busy(0.0, 4.0, 0.25), Busy(4.0, 10.0, 0.5)])
+    assert found.by_task["a"].gpu_seconds == pytest.approx(1.0 + 3.0)
+
+
+def test_copies_go_to_the_task_running_when_they_began_by_direction() -> None:
+    tasks = [run("a", 0.0, 1.0), run("b", 1.0, 2.0)]
+    copies = [Copy(0.5, 100, "htod"), Copy(1.5, 40, "dtoh"), Copy(3.0, 7, "htod")]
+    found = attribute(tasks, [], copies)
+    assert (found.by_task["a"].htod, found.by_task["a"].dtoh) == (100, 0)
+    assert (found.by_task["b"].htod, found.by_task["b"].dtoh) == (0, 40)
+    assert found.unclaimed.htod == 7
+
+
+# -- the sources, reading their libraries ------------------------------------------------------
+
+
+def test_cupti_records_come_back_on_the_wall_clock_with_their_copies() -> None:
+    gpu = StandInGpu()
+    source = CuptiSource(gpu.cupti())
+    t0 = time.time()
+    gpu.kernel(0.2)
+    gpu.copy(64 * MiB, "htod")
+    gpu.copy(8 * MiB, "dtoh")
+    reading = source.read()
+    seconds = sum(b.end - b.start for b in union(reading.busy))
+    assert seconds == pytest.approx(0.2, abs=0.02)
+    assert all(t0 - 0.01 <= b.start <= time.time() for b in reading.busy)  # offset taken out
+    assert sorted((c.direction, c.nbytes) for c in reading.copies) == [
+        ("dtoh", 8 * MiB),
+        ("htod", 64 * MiB),
+    ]
+    assert reading.covered >= t0 + 0.2
+    assert source.read().busy == []  # each record once
+    source.close()
+
+
+def test_nvml_samples_become_busy_levels_over_their_periods() -> None:
+    gpu = StandInGpu()
+    source = NvmlSource(gpu.nvml_sampler(pid=4242), pid=4242)
+    busy: list[Busy] = []
+    start = time.time()
+    for duty in (1.0, 0.5, 0.0, 1.0):  # a period fully busy, then half, idle, busy again
+        gpu.kernel(0.3, duty=duty)
+        busy += source.read().busy
+    stop = time.time()
+    wait_until(lambda: source.read().covered >= stop or None, 5, "the samples of the work")
+    busy += source.read().busy
+    assert source.resolution == pytest.approx(stand_in_gpu.PERIOD, rel=0.2)  # learnt
+    found = attribute([run("a", start, stop)], busy)
+    assert found.by_task["a"].gpu_seconds == pytest.approx(0.3 + 0.15 + 0.3, rel=0.25)
+    assert all(0 < b.level <= 1 for b in busy)
+    assert NvmlSource(gpu.nvml_sampler(pid=1), pid=4242).read().busy == []  # another pid's
+
+
+def test_memory_peaks_are_above_the_windows_start_and_a_replaced_resource_is_unknown() -> None:
+    gpu = StandInGpu()
+    peaks = Peaks(gpu.rmm)
+    gpu.allocate(500 * MiB)  # before: not the task's
+    peaks.begin()
+    gpu.allocate(300 * MiB)
+    gpu.free(300 * MiB)
+    gpu.allocate(100 * MiB)
+    assert peaks.end() == 300 * MiB
+    peaks.begin()
+    gpu.rmm.current_resource = type(gpu.rmm.current_resource)(
+        gpu.rmm.current_resource
+    )  # made current over it
+    gpu.allocate(50 * MiB)
+    assert peaks.end() is None
+    peaks.begin()
+    gpu.allocate(20 * MiB)
+    assert peaks.end() == 20 * MiB  # a new window over the new top
+
+
+# -- the worker plugin on a real cluster -------------------------------------------------------
+
+
+def _idle_task(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+@pytest.fixture
+def measured_cluster(request: pytest.FixtureRequest) -> Any:
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(stand_in_gpu)
+    with cpu_cluster_client() as client:
+        plugin = worker_plugin.GpuTimePlugin(
+            interval=0.2, make_source=stand_in_gpu.worker_source(request.param)
+        )
+        client.register_plugin(plugin, name=worker_plugin.NAME)
+        yield client
+
+
+def _metric(client: Any, prefix: str, activity: str, unit: str) -> float:
+    def read(dask_scheduler: Any) -> float:
+        return float(
+            dask_scheduler.cumulative_worker_metrics.get(("execute", prefix, activity, unit), 0)
+        )
+
+    return client.run_on_scheduler(read)
+
+
+def _unsent(dask_worker: Any) -> bool:
+    """Whether the worker holds GPU metrics its next heartbeat has to send."""
+    return any(
+        isinstance(k, tuple) and k[-1] in ("gpu-seconds", "bytes")
+        for k in dask_worker.digests_total_since_heartbeat
+    )
+
+
+@pytest.mark.parametrize("measured_cluster", ["cupti", "nvml"], indirect=True)
+def test_each_prefixs_gpu_seconds_and_bytes_reach_the_metrics_and_the_events(
+    measured_cluster: Any, request: pytest.FixtureRequest
+) -> None:
+    client = measured_cluster
+    cupti = "cupti" in request.node.callspec.id
+    busy = [
+        client.submit(stand_in_gpu.busy, 0.4, 32 * MiB, key=f"busy-{i}", pure=False)
+        for i in range(4)
+    ]
+    idle = [client.submit(_idle_task, 0.3, key=f"idle-{i}", pure=False) for i in range(2)]
+    client.gather(busy + idle)
+    client.run(worker_plugin.flush)
+    # 4 tasks of 0.4 s of GPU on two workers of one thread: 1.6 GPU seconds, 128 MiB
+    tolerance = 0.1 if cupti else 0.25
+    wait_until(lambda: not any(client.run(_unsent).values()), 30, "the workers' heartbeats")
+    gpu = _metric(client, "busy", "gpu", "gpu-seconds")
+    assert gpu == pytest.approx(1.6, rel=tolerance)
+    # a sample's busy time is spread over its period: some spills into the next task
+    spill = 0.01 if cupti else 2 * stand_in_gpu.PERIOD
+    assert _metric(client, "idle", "gpu", "gpu-seconds") == pytest.approx(0.0, abs=spill)
+    if cupti:
+        assert _metric(client, "busy", "host-to-device", "bytes") == 128 * MiB
+    events = client.run_on_scheduler(readings.events_since, since=0.0)
+    rows = {p.prefix: p for p in readings.per_prefix(events)}
+    assert rows["busy"].tasks == 4 and rows["idle"].tasks == 2
+    assert rows["busy"].gpu == pytest.approx(1.6, rel=tolerance)
+    assert rows["busy"].busy == pytest.approx(1.0, rel=tolerance)  # busy the whole task long
+    assert rows["idle"].gpu == pytest.approx(0.0, abs=spill)
+    assert rows["busy"].peak == 32 * MiB  # each task's own allocation above its start
+    assert rows["busy"].htod == (128 * MiB if cupti else 0)
+    assert not rows["busy"].shared
+    said = readings.sources_of(events).summary()
+    assert ("stand-in CUPTI" if cupti else "NVML samples") in said or "CUPTI" in said, said
+
+
+@pytest.mark.parametrize("measured_cluster", ["cupti"], indirect=True)
+def test_a_worker_of_two_threads_splits_shared_moments_and_says_shared(
+    measured_cluster: Any,
+) -> None:
+    client = measured_cluster
+    client.cluster.scale(0)
+    wait_until(lambda: not client.scheduler_info()["workers"], 30, "the workers gone")
+    client.cluster.worker_spec.clear()
+    client.cluster.new_spec["options"]["nthreads"] = 2
+    client.cluster.scale(1)
+    client.wait_for_workers(1)
+    futures = [client.submit(stand_in_gpu.busy, 0.5, key=f"both-{i}", pure=False) for i in range(2)]
+    client.gather(futures)
+    client.run(worker_plugin.flush)
+    events = client.run_on_scheduler(readings.events_since, since=0.0)
+    rows = {p.prefix: p for p in readings.per_prefix(events)}
+    both = rows["both"]
+    assert both.shared
+    # two kernels at once are one busy GPU: 0.5 s shared by the two tasks, not 1 s
+    assert both.gpu == pytest.approx(0.5, rel=0.2)
+
+
+# -- %gpu_cluster profile ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def measured_shell(shell: Any) -> Any:
+    """A shell whose kernel and cluster measure a stand-in GPU each."""
+    import cloudpickle
+
+    from gpudask_jupyter.gpu_time.kernel import kernel_cells
+
+    cloudpickle.register_pickle_by_value(stand_in_gpu)
+    gpu = StandInGpu()
+    kernel_cells.install(shell, lambda: Choice(CuptiSource(gpu.cupti()), "stand-in CUPTI", gpu.rmm))
+    shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'false'")
+    client = shell.run_line_magic(
+        "gpu_cluster", "start --n-workers 2 --threads-per-worker 1 --memory-limit 1GB"
+    )
+    client.unregister_worker_plugin(worker_plugin.NAME)
+    plugin = worker_plugin.GpuTimePlugin(
+        interval=0.2, make_source=stand_in_gpu.worker_source("cupti")
+    )
+    client.register_plugin(plugin, name=worker_plugin.NAME)
+    shell.user_ns.update(kernel_gpu=gpu, stand_in_gpu=stand_in_gpu, MiB=MiB)
+    return shell
+
+
+def test_profile_gives_the_last_cells_prefixes_and_the_kernels_own_work(
+    measured_shell: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from distributed import default_client
+
+    shell = measured_shell
+    shell.run_cell("print('an earlier cell')", store_history=True)
+    cell = (
+        "futures = [client.submit(stand_in_gpu.busy, 0.4, 32 * MiB, key=f'busy-{i}', pure=False)"
+        " for i in range(4)]\n"
+        "client.gather(futures)\n"
+        "kernel_gpu.allocate(10 * MiB)\n"
+        "kernel_gpu.kernel(0.3)\n"
+        "kernel_gpu.free(10 * MiB)\n"
+    )
+    shell.user_ns["client"] = default_client()
+    result = shell.run_cell(cell, store_history=True)
+    assert result.success, result.error_in_exec
+    number = shell.execution_count - 1
+    capsys.readouterr()
+    frame = shell.run_line_magic("gpu_cluster", "profile")
+    out = capsys.readouterr().out
+    assert f"GPU time in cell [{number}]" in out, out
+    assert "kernel: stand-in CUPTI" in out and "workers: CUPTI" in out, out
+    rows = frame.set_index("prefix")
+    assert list(rows.index) == ["kernel", "busy"], frame
+    assert rows.loc["kernel", "GPU s"] == pytest.approx(0.3, rel=0.1)
+    assert rows.loc["kernel", "peak MiB"] == pytest.approx(10.0)
+    assert rows.loc["busy", "tasks"] == 4
+    assert rows.loc["busy", "GPU s"] == pytest.approx(1.6, rel=0.1)
+    assert rows.loc["busy", "GPU busy %"] == pytest.approx(100, rel=0.1)
+    assert rows.loc["busy", "to GPU MiB"] == pytest.approx(128.0)
+    assert rows.loc["busy", "peak MiB"] == pytest.approx(32.0)
+    # the earlier cell, by number: no task of the cluster, no GPU time of the kernel
+    earlier = shell.run_line_magic("gpu_cluster", f"profile --cell {number - 1}")
+    assert list(earlier["prefix"]) == ["kernel"], earlier
+    assert earlier["GPU s"].iloc[0] == pytest.approx(0.0, abs=0.01)
+
+
+def test_profile_refuses_what_it_cannot_answer(shell: Any) -> None:
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="no cell 999 has run"):
+        shell.run_line_magic("gpu_cluster", "profile --cell 999")
+    with pytest.raises(UsageError, match="give one of them"):
+        shell.run_line_magic("gpu_cluster", "profile --cell 1 --seconds 5")
+    with pytest.raises(UsageError, match="--seconds"):
+        shell.run_line_magic("gpu_cluster", "profile --seconds soon")
