@@ -245,12 +245,6 @@ def task_group_states(scheduler: Any) -> Iterator[tuple[str, Mapping[str, int]]]
         yield group.prefix.name, group.states
 
 
-def prefix_order(scheduler: Any) -> dict[str, int]:
-    """Each task prefix's place in the order the scheduler first saw them: the keys of
-    ``Scheduler.task_prefixes`` (name → ``TaskPrefix``), which only grows."""
-    return {name: i for i, name in enumerate(list(scheduler.task_prefixes))}
-
-
 def executing_prefixes(scheduler: Any) -> Iterator[str]:
     """The prefix name of each task a worker said it was running at its last heartbeat:
     ``WorkerState.executing`` (``TaskState`` → seconds) and ``TaskState.prefix.name``."""

@@ -48,11 +48,49 @@ def record_tasks(dask_scheduler: Any = None) -> None:
     compat.task_stream_plugin(dask_scheduler)
 
 
+#: the scheduler's attribute that holds each prefix's colour slot between polls
+_SLOTS = "_gpudask_prefix_slots"
+
+
+def colour_slots(
+    dask_scheduler: Any, seen: list[str], now: float, slots: int, lease: float
+) -> dict[str, int]:
+    """Each prefix's colour slot (0 to ``slots`` - 1; -1: "other"), kept on the scheduler so
+    that every view of the cluster agrees. A prefix seen now takes the first slot no prefix has
+    used within ``lease`` seconds (longer than any view's window), so no view ever draws two
+    prefixes in one colour; when every slot is taken, it is "other" until it is seen again with
+    a slot free. Prefixes are taken in ``seen``'s order (the order their tasks ran)."""
+    held: dict[str, list[float]] = getattr(dask_scheduler, _SLOTS, None) or {}
+    setattr(dask_scheduler, _SLOTS, held)
+    for prefix in seen:
+        if prefix in held:
+            held[prefix][1] = now
+    taken = {int(slot) for slot, last in held.values() if slot >= 0 and now - last < lease}
+    for prefix in dict.fromkeys(seen):
+        entry = held.get(prefix)
+        if entry is not None and entry[0] >= 0:
+            continue
+        free = next((n for n in range(slots) if n not in taken), -1)
+        held[prefix] = [free, now]
+        if free >= 0:
+            taken.add(free)
+    now_seen = set(seen)
+    for prefix, (_, last) in list(held.items()):
+        if now - last >= lease and prefix not in now_seen:
+            del held[prefix]  # its slot is free; seen again, it takes a new one
+    return {prefix: int(entry[0]) for prefix, entry in held.items()}
+
+
 def poll(
-    dask_scheduler: Any = None, cursor: int | None = None, limit: int = 5000
+    dask_scheduler: Any = None,
+    cursor: int | None = None,
+    limit: int = 5000,
+    slots: int = 20,
+    lease: float = 3600.0,
 ) -> dict[str, Any]:
     """Task-stream records after ``cursor`` (at most ``limit``), progress, worker identities and
-    the resources waiting tasks ask of no worker."""
+    the resources waiting tasks ask of no worker. Each prefix comes with its colour slot
+    (:func:`colour_slots`, of ``slots`` colours kept ``lease`` seconds)."""
     from dask.utils import key_split
 
     plugin = compat.task_stream_plugin(dask_scheduler)
@@ -62,10 +100,14 @@ def poll(
     if cursor is None or cursor > index:
         cursor = max(first, index - 200)  # a new reader sees the most recent tasks
     start = max(cursor, first, index - limit)
-    # a prefix's colour is its place in the scheduler's order: every reader gets the same one
-    order = compat.prefix_order(dask_scheduler)
+    records = list(itertools.islice(buffer, start - first, None))
+    groups = list(compat.task_group_states(dask_scheduler))
+    running = list(compat.executing_prefixes(dask_scheduler))
+    # what a view draws: the tasks it is sent, and the progress rows of every prefix
+    seen = [key_split(msg["key"]) for msg in records] + [prefix for prefix, _ in groups]
+    order = colour_slots(dask_scheduler, seen, time.time(), slots, lease)
     tasks = []
-    for msg in itertools.islice(buffer, start - first, None):
+    for msg in records:
         key = msg["key"]
         error = msg.get("status") != "OK"
         prefix = key_split(key)
@@ -83,15 +125,15 @@ def poll(
                     order.get(prefix, -1),
                 )
             )
-    # total, done, processing, erred, running, place in the scheduler's order
+    # total, done, processing, erred, running, colour slot
     progress: dict[str, list[int]] = {}
-    for prefix, states in compat.task_group_states(dask_scheduler):
+    for prefix, states in groups:
         row = progress.setdefault(prefix, [0, 0, 0, 0, 0, order.get(prefix, -1)])
         row[0] += sum(states.values())
         row[1] += sum(states.get(s, 0) for s in DONE_STATES)
         row[2] += states.get("processing", 0)
         row[3] += states.get("erred", 0)
-    for prefix in compat.executing_prefixes(dask_scheduler):
+    for prefix in running:
         if prefix in progress:
             progress[prefix][4] += 1
     for row in progress.values():

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
-from ..schema.frame import ACTION_COLORS, ERROR_COLOR, PALETTE, TaskRect
+from ..schema.frame import ACTION_COLORS, ERROR_COLOR, OTHER_COLOR, PALETTE, TaskRect
 
 T = TypeVar("T")
 
@@ -50,18 +50,19 @@ class SeqBuffer(Generic[T]):
         return [item for _, t, item in self._items if t >= oldest]
 
 
-def prefix_color(place: int) -> str:
-    """The colour of the prefix at ``place`` in the scheduler's order (-1: unknown, grey)."""
-    return PALETTE[place % len(PALETTE)] if place >= 0 else ACTION_COLORS["deserialize"]
+def prefix_color(slot: int) -> str:
+    """The colour of the prefix in colour ``slot`` (:func:`.scheduler_probe.colour_slots`;
+    -1: every colour is taken, "other")."""
+    return PALETTE[slot] if 0 <= slot < len(PALETTE) else OTHER_COLOR
 
 
 def rectangles(raw: Iterable[Any]) -> list[TaskRect]:
     """TaskRects from the tuples :func:`~.scheduler_probe.poll` returns."""
     out: list[TaskRect] = []
-    for worker, thread, start, stop, action, key, prefix, error, place in raw:
+    for worker, thread, start, stop, action, key, prefix, error, slot in raw:
         if worker is None:
             continue
-        color = ERROR_COLOR if error else ACTION_COLORS.get(action) or prefix_color(place)
+        color = ERROR_COLOR if error else ACTION_COLORS.get(action) or prefix_color(slot)
         out.append(
             TaskRect(
                 worker=str(worker),

@@ -27,7 +27,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import config
 from ..schema.frame import (
+    PALETTE,
     ClusterState,
     DeviceInfo,
     DeviceReading,
@@ -50,6 +52,8 @@ CONNECT_TIMEOUT = 3.0
 RETRY_SECONDS = 5.0
 """Between attempts to reach a scheduler that did not answer."""
 MAX_PROGRESS_ROWS = 50
+#: seconds a prefix keeps its colour after its last task: the longest window a view may show
+COLOUR_LEASE = config.OPTIONS["history"].clamp(float("inf"))
 
 
 def local_hosts() -> set[str]:
@@ -154,7 +158,9 @@ class ClusterTracker:
             self.state, self.message = "closed", "the cluster's client was closed"
             return None
         poll = callers.shipped("poll")
-        self.pending = self.caller.call(poll, CALL_TIMEOUT, cursor=self._cursor)
+        self.pending = self.caller.call(
+            poll, CALL_TIMEOUT, cursor=self._cursor, slots=len(PALETTE), lease=COLOUR_LEASE
+        )
         return self.pending
 
     def collect(self, now: float, hosts: set[str], local_names: dict[str, str], lock: Any) -> None:

@@ -178,6 +178,11 @@ ACTION_COLORS: dict[str, str] = {
 ERROR_COLOR = "#000000"
 """The fill of a task that failed."""
 
+OTHER_COLOR = "#707080"
+"""The fill of compute prefixes beyond the palette's colours in a view ("other"): a neutral
+slate, told apart from every palette and action colour (``tests/cpu/test_palette.py``), so that
+no two prefixes a view draws ever share a colour."""
+
 
 class TaskRect(TypedDict):
     worker: str
@@ -192,8 +197,9 @@ class TaskRect(TypedDict):
     prefix: str
     """The key's prefix, e.g. "read_parquet"."""
     color: str
-    """As "#rrggbb": by prefix for compute (the PALETTE colour of the prefix's place in the
-    scheduler's order, the same in every view of the cluster); fixed for the other actions."""
+    """As "#rrggbb": by prefix for compute (the PALETTE colour of the prefix's slot, kept by the
+    scheduler for every view of the cluster; OTHER_COLOR when every colour is taken); fixed for
+    the other actions."""
     error: bool
 
 

@@ -49,3 +49,24 @@ describe('prefix colours', () => {
     expect(legend[3]).toMatchObject({ color: ERROR_FILL, error: true });
   });
 });
+
+describe('prefixes beyond the palette', () => {
+  it('are one "other" entry in the legend, never a palette colour twice', async () => {
+    const { legendPrefixes } = await import('../src/view/legend');
+    const { OTHER_COLOR } = await import('../src/view/frame');
+    const rects = PALETTE.map((color, i) =>
+      task(T0 + i, T0 + i + 1, { prefix: `p${i}`, color })
+    ).concat([
+      task(T0, T0 + 0.5, { prefix: 'min', color: OTHER_COLOR }),
+      task(T0, T0 + 0.25, { prefix: 'repartitiontofewer', color: OTHER_COLOR })
+    ]);
+    const entries = legendPrefixes(rects, prefixColors(rects));
+    const colored = entries.filter(e => e.color !== OTHER_COLOR);
+    expect(new Set(colored.map(e => e.color)).size).toBe(colored.length);
+    expect(colored).toHaveLength(PALETTE.length);
+    const other = entries.filter(e => e.color === OTHER_COLOR);
+    expect(other).toEqual([
+      { label: 'other (2 prefixes)', color: OTHER_COLOR, title: 'min, repartitiontofewer' }
+    ]);
+  });
+});

@@ -79,3 +79,11 @@ def test_dasks_own_colours_would_fail() -> None:
     dark_purple, yellow = "#440154", "#FDE724"
     assert Color(dark_purple).contrast(Color(BACKGROUNDS["dark"])) < 3
     assert Color(yellow).contrast(Color(BACKGROUNDS["light"])) < 3
+
+
+@pytest.mark.parametrize("theme", sorted(BACKGROUNDS))
+def test_other_stands_out_and_apart_from_every_named_colour(theme: str) -> None:
+    """The colour of prefixes beyond the palette: seen, and never taken for a named one."""
+    assert Color(frame.OTHER_COLOR).contrast(Color(BACKGROUNDS[theme])) >= 3.0
+    named = [*frame.PALETTE, *frame.ACTION_COLORS.values(), frame.ERROR_COLOR]
+    assert min(_delta(frame.OTHER_COLOR, c) for c in named) >= APART

@@ -1,9 +1,10 @@
 /**
- * Task-stream colours. A compute task's colour is its prefix's (the frame's `color`): the kernel
- * gives each prefix the PALETTE colour of its place in the order the scheduler first saw the
- * prefixes, so every view of a cluster (the inline panel, Open panel, the sidebar) shows a prefix
- * in the same colour, and prefixes that appear one after the other get colours far apart. The
- * view only collects them; it chooses none.
+ * Task-stream colours. A compute task's colour is its prefix's (the frame's `color`): the
+ * scheduler keeps a PALETTE slot for each prefix it has run lately, the first one free, so every
+ * view of a cluster (the inline panel, Open panel, the sidebar) shows a prefix in the same colour,
+ * prefixes that appear one after the other get colours far apart, and no view draws two prefixes
+ * in one colour; with every slot taken, a prefix is drawn in OTHER_COLOR and named "other" in the
+ * legend. The view only collects them; it chooses none.
  *
  * Transfers, spilling, deserialisation and errors keep the dashboard's fixed colours and have
  * their own legend entries.
@@ -22,6 +23,8 @@ export interface LegendEntry {
   color: string;
   /** Drawn with the error outline. */
   error?: boolean;
+  /** The tooltip: the prefixes an "other" entry stands for. */
+  title?: string;
 }
 
 /** What the non-compute marks mean; "spill" covers both disk actions. */

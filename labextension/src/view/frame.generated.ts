@@ -68,6 +68,13 @@ export const ACTION_COLORS = {
 /** The fill of a task that failed. */
 export const ERROR_COLOR = '#000000';
 
+/**
+ * The fill of compute prefixes beyond the palette's colours in a view ("other"): a neutral slate,
+ * told apart from every palette and action colour (`tests/cpu/test_palette.py`), so that no two
+ * prefixes a view draws ever share a colour.
+ */
+export const OTHER_COLOR = '#707080';
+
 export const INTERVAL_RANGE = [0.25, 10] as const;
 
 export const HISTORY_RANGE = [10, 3600] as const;
@@ -176,8 +183,9 @@ export interface TaskRect {
   /** The key's prefix, e.g. "read_parquet". */
   prefix: string;
   /**
-   * As "#rrggbb": by prefix for compute (the PALETTE colour of the prefix's place in the
-   * scheduler's order, the same in every view of the cluster); fixed for the other actions.
+   * As "#rrggbb": by prefix for compute (the PALETTE colour of the prefix's slot, kept by the
+   * scheduler for every view of the cluster; OTHER_COLOR when every colour is taken); fixed for the
+   * other actions.
    */
   color: string;
   error: boolean;

@@ -9,7 +9,7 @@
  */
 import { LegendEntry, actionLegend } from './colors';
 import { el, safeColor } from './dom';
-import { PALETTE, TaskRect } from './frame';
+import { OTHER_COLOR, PALETTE, TaskRect } from './frame';
 import { formatSeconds } from './format';
 import { readablePrefix } from './names';
 
@@ -28,9 +28,26 @@ export function legendPrefixes(
       busy.set(rect.prefix, (busy.get(rect.prefix) ?? 0) + Math.max(0, rect.stop - rect.start));
     }
   }
-  return [...busy.entries()]
-    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
-    .map(([prefix]) => ({ label: prefix, color: colors.get(prefix) ?? '#888888' }));
+  const ranked = [...busy.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const entries: LegendEntry[] = [];
+  const others: string[] = [];
+  for (const [prefix] of ranked) {
+    const color = colors.get(prefix) ?? '#888888';
+    if (color === OTHER_COLOR) {
+      others.push(prefix);
+    } else {
+      entries.push({ label: prefix, color });
+    }
+  }
+  if (others.length > 0) {
+    // one entry for every prefix beyond the palette: one colour, one name
+    entries.push({
+      label: others.length === 1 ? `other: ${others[0]}` : `other (${others.length} prefixes)`,
+      color: OTHER_COLOR,
+      title: others.join(', ')
+    });
+  }
+  return entries;
 }
 
 export interface RecentRow {
@@ -100,14 +117,18 @@ export class Legend {
   update(rects: TaskRect[], colors: ReadonlyMap<string, string>): void {
     const item = (entry: LegendEntry, name: string): HTMLElement => {
       const node = el('span', 'gpudask-legend-item');
-      node.title = entry.label;
+      node.title = entry.title ?? entry.label;
       node.append(swatch(entry.color, entry.error), document.createTextNode(name));
       return node;
     };
     const all = legendPrefixes(rects, colors);
-    const prefixes = all.slice(0, MAX_PREFIXES).map(e => item(e, readablePrefix(e.label)));
+    // every colour drawn is named: the palette's, and "other" for the prefixes beyond it
+    const shown = MAX_PREFIXES + (all.some(e => e.color === OTHER_COLOR) ? 1 : 0);
+    const prefixes = all
+      .slice(0, shown)
+      .map(e => item(e, e.title === undefined ? readablePrefix(e.label) : e.label));
     const more = moreItem(
-      all.slice(MAX_PREFIXES).map(e => readablePrefix(e.label)),
+      all.slice(shown).map(e => readablePrefix(e.label)),
       'gpudask-legend-item gpudask-muted'
     );
     const actions = actionLegend(rects).map(e => item(e, e.label));
