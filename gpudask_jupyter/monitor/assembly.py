@@ -52,6 +52,7 @@ def assemble(
             waiting=[],
             messages=[m for m in (error, sampler.room.problem) if m],
             room=sampler.room.part(key),
+            gpu_time=None,
         )
         if tracker is not None:
             _add_cluster(frame, tracker, None if resume is None else resume.tasks, now)
@@ -107,4 +108,9 @@ def _add_cluster(
     frame["waiting"] = list(tracker.waiting)
     frame["workers"] = list(tracker.workers)
     frame["progress"] = list(tracker.progress)
+    colors = {p["prefix"]: p["color"] for p in tracker.progress}
+    for rect in tracker.tasks.window(now - frame["history"]):
+        if rect["action"] == "compute" and not rect["error"]:
+            colors.setdefault(rect["prefix"], rect["color"])
+    frame["gpu_time"] = tracker.gpu_time(now - frame["history"], colors)
     frame["messages"] += [n.text for n in tracker.notes if now - n.time < NOTE_SECONDS]

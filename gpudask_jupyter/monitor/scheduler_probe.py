@@ -87,10 +87,13 @@ def poll(
     limit: int = 5000,
     slots: int = 20,
     lease: float = 3600.0,
+    events: str | None = None,
+    events_since: float = 0.0,
 ) -> dict[str, Any]:
     """Task-stream records after ``cursor`` (at most ``limit``), progress, worker identities and
     the resources waiting tasks ask of no worker. Each prefix comes with its colour slot
-    (:func:`colour_slots`, of ``slots`` colours kept ``lease`` seconds)."""
+    (:func:`colour_slots`, of ``slots`` colours kept ``lease`` seconds); with ``events``, the
+    scheduler's events of that topic after ``events_since`` (its clock), at most ``limit``."""
     from dask.utils import key_split
 
     plugin = compat.task_stream_plugin(dask_scheduler)
@@ -144,6 +147,9 @@ def poll(
         "progress": progress,
         "workers": _workers(dask_scheduler),
         "waiting": missing_resources(dask_scheduler),
+        "events": []
+        if events is None
+        else [(t, m) for t, m in dask_scheduler.get_events(events) if t > events_since][-limit:],
         "time": time.time(),
     }
 

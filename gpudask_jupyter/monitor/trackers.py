@@ -28,11 +28,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import config
+from ..gpu_time import readings as gpu_readings
+from ..gpu_time.facts import TOPIC as GPU_TIME_TOPIC
 from ..schema.frame import (
+    OTHER_COLOR,
     PALETTE,
     ClusterState,
     DeviceInfo,
     DeviceReading,
+    GpuTime,
+    GpuTimeRow,
     PrefixProgress,
     ResourceWait,
     TaskRect,
@@ -52,6 +57,8 @@ CONNECT_TIMEOUT = 3.0
 RETRY_SECONDS = 5.0
 """Between attempts to reach a scheduler that did not answer."""
 MAX_PROGRESS_ROWS = 50
+MAX_GPU_EVENTS = 5000
+"""GPU-time events kept: one a second per busy worker, so an hour of history for a worker."""
 #: seconds a prefix keeps its colour after its last task: the longest window a view may show
 COLOUR_LEASE = config.OPTIONS["history"].clamp(float("inf"))
 
@@ -139,6 +146,9 @@ class ClusterTracker:
         self.waiting: list[ResourceWait] = []
         self.tasks: SeqBuffer[TaskRect] = SeqBuffer(MAX_TASKS)
         self.notes: deque[Note] = deque(maxlen=50)
+        #: the workers' GPU-time events (:mod:`..gpu_time`), newest last
+        self.gpu_events: deque[tuple[float, dict[str, Any]]] = deque(maxlen=MAX_GPU_EVENTS)
+        self._events_since = 0.0
         self.pending: concurrent.futures.Future[Any] | None = None
         self._cursor: int | None = None
         self._known: set[str] = set()
@@ -159,7 +169,13 @@ class ClusterTracker:
             return None
         poll = callers.shipped("poll")
         self.pending = self.caller.call(
-            poll, CALL_TIMEOUT, cursor=self._cursor, slots=len(PALETTE), lease=COLOUR_LEASE
+            poll,
+            CALL_TIMEOUT,
+            cursor=self._cursor,
+            slots=len(PALETTE),
+            lease=COLOUR_LEASE,
+            events=GPU_TIME_TOPIC,
+            events_since=self._events_since,
         )
         return self.pending
 
@@ -222,6 +238,9 @@ class ClusterTracker:
             ),
             key=lambda p: (p["done"] >= p["total"], p["prefix"]),
         )[:MAX_PROGRESS_ROWS]
+        for stamp, msg in result.get("events") or ():
+            self.gpu_events.append((float(stamp), msg))
+            self._events_since = max(self._events_since, float(stamp))
         waiting = result.get("waiting") or {}
         self.waiting = [ResourceWait(resource=str(k), tasks=int(v)) for k, v in waiting.items()]
         self._read_workers(now, result["workers"], hosts, local_names)
@@ -299,6 +318,25 @@ class ClusterTracker:
             )
             for p in self.progress
         ]
+
+    def gpu_time(self, oldest: float, colors: dict[str, str]) -> GpuTime:
+        """GPU time per prefix of the tasks that ended after ``oldest``, each prefix in its
+        colour of ``colors`` (the task stream's)."""
+        rows = [
+            GpuTimeRow(
+                prefix=p.prefix,
+                color=colors.get(p.prefix, OTHER_COLOR),
+                tasks=p.tasks,
+                wall=p.wall,
+                gpu=p.gpu,
+                peak=p.peak,
+                htod=p.htod,
+                dtoh=p.dtoh,
+                shared=p.shared,
+            )
+            for p in gpu_readings.per_prefix(self.gpu_events, start=oldest)
+        ]
+        return GpuTime(rows=rows, source=gpu_readings.sources_of(self.gpu_events).summary())
 
     def _noted_stop(self) -> float | None:
         noted = self.source.stopped_at

@@ -324,6 +324,36 @@ class RoomInfo(TypedDict):
     """Seconds without work after which a holder counts as idle (the ``room-idle`` option)."""
 
 
+class GpuTimeRow(TypedDict):
+    """One task prefix's GPU time in the view's window, from the workers' GPU-time plugin."""
+
+    prefix: str
+    color: str
+    """As the task stream draws the prefix."""
+    tasks: int
+    """Tasks of the prefix that ended in the window."""
+    wall: float
+    """Seconds the tasks ran, summed."""
+    gpu: float
+    """Seconds the GPU worked for them, summed."""
+    peak: int | None
+    """Bytes: the highest of the tasks' RMM peaks above their start; None where not measured."""
+    htod: int
+    """Bytes copied host to device by the tasks (0 where the source counts no copies)."""
+    dtoh: int
+    """Bytes copied device to host."""
+    shared: bool
+    """Some task ran beside another on its worker: their shared moments were split evenly."""
+
+
+class GpuTime(TypedDict):
+    rows: list[GpuTimeRow]
+    """Most GPU seconds first."""
+    source: str
+    """How the workers measure, in words: "NVML samples (167 ms resolution): 2 worker(s)", or
+    why they do not."""
+
+
 class Frame(TypedDict):
     version: int
     kind: Literal["snapshot", "delta"]
@@ -345,6 +375,8 @@ class Frame(TypedDict):
     messages: list[str]
     room: RoomInfo | None
     """The room of a shared GPU server; None off a shared machine or while no lease counts."""
+    gpu_time: GpuTime | None
+    """Where the GPU's time went per task prefix in the window; None without a cluster."""
 
 
 def _limits(option: str) -> tuple[float, float]:

@@ -105,6 +105,7 @@ export function frame(overrides: Partial<Frame> = {}): Frame {
     waiting: [],
     messages: [],
     room: null,
+    gpu_time: null,
     ...overrides
   };
 }

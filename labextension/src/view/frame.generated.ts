@@ -314,6 +314,37 @@ export interface RoomInfo {
   idle_after: number;
 }
 
+/** One task prefix's GPU time in the view's window, from the workers' GPU-time plugin. */
+export interface GpuTimeRow {
+  prefix: string;
+  /** As the task stream draws the prefix. */
+  color: string;
+  /** Tasks of the prefix that ended in the window. */
+  tasks: number;
+  /** Seconds the tasks ran, summed. */
+  wall: number;
+  /** Seconds the GPU worked for them, summed. */
+  gpu: number;
+  /** Bytes: the highest of the tasks' RMM peaks above their start; None where not measured. */
+  peak: number | null;
+  /** Bytes copied host to device by the tasks (0 where the source counts no copies). */
+  htod: number;
+  /** Bytes copied device to host. */
+  dtoh: number;
+  /** Some task ran beside another on its worker: their shared moments were split evenly. */
+  shared: boolean;
+}
+
+export interface GpuTime {
+  /** Most GPU seconds first. */
+  rows: GpuTimeRow[];
+  /**
+   * How the workers measure, in words: "NVML samples (167 ms resolution): 2 worker(s)", or why they
+   * do not.
+   */
+  source: string;
+}
+
 export interface Frame {
   version: number;
   kind: 'snapshot' | 'delta';
@@ -335,4 +366,6 @@ export interface Frame {
   messages: string[];
   /** The room of a shared GPU server; None off a shared machine or while no lease counts. */
   room: RoomInfo | null;
+  /** Where the GPU's time went per task prefix in the window; None without a cluster. */
+  gpu_time: GpuTime | null;
 }

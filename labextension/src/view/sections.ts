@@ -2,7 +2,7 @@
  * The sections of the view, top to bottom, and one paint of all of them from the view's state:
  * the cluster and its actions, the status lines, the settings, the GPUs now, the room of a
  * shared GPU server, the time window, the GPU charts, the task stream with its legend, progress,
- * recent work and the workers.
+ * recent work, GPU time per prefix and the workers.
  */
 import { ShownCluster } from './actions';
 import { ChartParts } from './charts';
@@ -13,6 +13,7 @@ import { DevicesSection } from './devices';
 import { el } from './dom';
 import { TaskRect } from './frame';
 import { GpuCharts, gpuColor } from './gpucharts';
+import { GpuTimeSection } from './gputime';
 import { Legend, RecentWork } from './legend';
 import { Liveness } from './liveness';
 import { MessagesSection, statusLines } from './messages';
@@ -81,6 +82,7 @@ export class Sections {
   private readonly legend = new Legend();
   private readonly progress = new ProgressSection();
   private readonly recent = new RecentWork();
+  private readonly gpuTime = new GpuTimeSection();
   private readonly workers = new WorkersSection();
 
   constructor(hooks: SectionHooks) {
@@ -107,6 +109,7 @@ export class Sections {
       this.stream.node,
       this.progress.node,
       this.recent.node,
+      this.gpuTime.node,
       this.workers.node
     ];
   }
@@ -157,6 +160,7 @@ export class Sections {
     this.legend.update(rects, colors);
     this.progress.update(state.progress, colors);
     this.recent.update(rects, colors);
+    this.gpuTime.update(state.gpu_time);
     const workerLayout = this.workers.update(state.workers, width);
     return { devices, gpuLines, room, ...drawn, workerLayout };
   }

@@ -59,6 +59,7 @@ export function emptyState(): ViewState {
     waiting: [],
     messages: [],
     room: null,
+    gpu_time: null,
     errors: [],
     clusterMemory: [],
     cleared: null,
@@ -154,6 +155,7 @@ export function applyFrame(state: ViewState, value: unknown, limits: Limits = LI
     waiting: frame.waiting ?? [],
     messages: frame.messages ?? [],
     room: frame.room ?? null,
+    gpu_time: frame.gpu_time ?? null,
     errors: [],
     clusterMemory: pruneSamples(
       base.clusterMemory.concat(clusterMemoryPoint(frame)),
@@ -201,11 +203,20 @@ function keepStopped(prev: ViewState, next: ViewState): ViewState {
       workers: next.workers.length > 0 ? next.workers : prev.workers,
       tasks: prev.tasks.concat(next.tasks.filter(t => !prev.tasks.includes(t))),
       progress: next.progress.length > 0 ? next.progress : prev.progress,
+      gpu_time: next.gpu_time ?? prev.gpu_time,
       waiting: []
     };
   }
   if (next.cluster?.state === 'stopped' && next.cleared === next.cluster.address) {
-    return { ...next, cluster: null, workers: [], tasks: [], progress: [], waiting: [] };
+    return {
+      ...next,
+      cluster: null,
+      workers: [],
+      tasks: [],
+      progress: [],
+      waiting: [],
+      gpu_time: null
+    };
   }
   if (next.cluster !== null && next.cluster.state !== 'stopped') {
     return { ...next, cleared: null };
@@ -226,6 +237,7 @@ export function clearStopped(state: ViewState): ViewState {
     tasks: [],
     progress: [],
     waiting: [],
+    gpu_time: null,
     cleared: cluster.address
   };
 }
