@@ -34,14 +34,18 @@ class StandInGpu:
         self.rmm = StandInRmm(self)
 
     def kernel(self, seconds: float, duty: float = 1.0) -> None:
-        """Keep the GPU busy ``duty`` of the next ``seconds`` (in kernels of 10 ms or less)."""
-        end = time.time() + seconds
-        while (now := time.time()) < end:
-            step = min(0.01, end - now)
-            if duty > 0:
-                with self.lock:
-                    self.kernels.append((now, now + step * duty))
-            time.sleep(step)
+        """Keep the GPU busy ``duty`` of the next ``seconds``, in kernels of 10 ms or less, as
+        the GPU would: on its own clock, whatever the host's sleeps overshoot."""
+        start = time.time()
+        steps = max(1, round(seconds / 0.01))
+        step = seconds / steps
+        if duty > 0:
+            with self.lock:
+                self.kernels += [
+                    (start + i * step, start + i * step + step * duty) for i in range(steps)
+                ]
+        while (left := start + seconds - time.time()) > 0:
+            time.sleep(left)
 
     def copy(self, nbytes: int, direction: str) -> None:
         with self.lock:

@@ -289,3 +289,49 @@ def test_profile_refuses_what_it_cannot_answer(shell: Any) -> None:
         shell.run_line_magic("gpu_cluster", "profile --cell 1 --seconds 5")
     with pytest.raises(UsageError, match="--seconds"):
         shell.run_line_magic("gpu_cluster", "profile --seconds soon")
+
+
+# -- the views' frames ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("measured_cluster", ["cupti"], indirect=True)
+def test_the_views_frame_has_each_prefixs_gpu_time_in_its_stream_colour(
+    measured_cluster: Any,
+) -> None:
+    import json
+
+    from gpudask_jupyter.monitor import Monitor, Source
+    from gpudask_jupyter.monitor import scheduler_probe
+    from gpudask_jupyter.monitor.callers import ClientCaller
+
+    client = measured_cluster
+    source = Source(
+        token=client,
+        caller=lambda: ClientCaller(client),
+        mode="cpu",
+        address=client.scheduler.address,
+    )
+    monitor = Monitor(lambda: {"c": source})
+    client.run_on_scheduler(scheduler_probe.record_tasks)  # as a start does
+    client.gather(
+        [client.submit(stand_in_gpu.busy, 0.3, MiB, key=f"busy-{i}", pure=False) for i in range(4)]
+        + [client.submit(_idle_task, 0.2, key=f"idle-{i}", pure=False) for i in range(2)]
+    )
+    client.run(worker_plugin.flush)
+
+    def frame() -> Any:
+        monitor.tick()
+        found, _ = monitor.frame("c")
+        rows = {r["prefix"]: r for r in found["gpu_time"]["rows"]}
+        done = rows.get("busy", {}).get("tasks") == 4 and rows.get("idle", {}).get("tasks") == 2
+        return (found, rows) if done else None
+
+    found, rows = wait_until(frame, 30, "the GPU time of both prefixes in a frame", step=0.2)
+    json.dumps(found)  # plain JSON
+    assert list(rows) == ["busy", "idle"]  # most GPU time first
+    assert rows["busy"]["gpu"] == pytest.approx(1.2, rel=0.1)
+    assert rows["busy"]["htod"] == 4 * MiB and rows["busy"]["peak"] == MiB
+    assert rows["idle"]["gpu"] == pytest.approx(0.0, abs=0.01)
+    colors = {t["prefix"]: t["color"] for t in found["tasks"] if t["action"] == "compute"}
+    assert rows["busy"]["color"] == colors["busy"] != rows["idle"]["color"] == colors["idle"]
+    assert "CUPTI" in found["gpu_time"]["source"]
