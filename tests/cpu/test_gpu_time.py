@@ -300,8 +300,7 @@ def test_the_views_frame_has_each_prefixs_gpu_time_in_its_stream_colour(
 ) -> None:
     import json
 
-    from gpudask_jupyter.monitor import Monitor, Source
-    from gpudask_jupyter.monitor import scheduler_probe
+    from gpudask_jupyter.monitor import Monitor, Source, scheduler_probe
     from gpudask_jupyter.monitor.callers import ClientCaller
 
     client = measured_cluster
