@@ -190,13 +190,13 @@ def worker_source(kind: str) -> Any:
     return make
 
 
-def busy(seconds: float, htod: int = 0) -> int:
-    """A task of ``seconds`` of GPU time on the worker's stand-in GPU, with a copy of ``htod``
-    bytes to it, allocated through RMM for the task's length."""
+def busy(seconds: float, htod: int = 0, duty: float = 1.0) -> int:
+    """A task of ``seconds`` on the worker's stand-in GPU, which it keeps busy ``duty`` of the
+    time, with a copy of ``htod`` bytes to it, allocated through RMM for the task's length."""
     gpu = on_worker()
     gpu.allocate(htod)
     gpu.copy(htod, "htod")
-    gpu.kernel(seconds)
+    gpu.kernel(seconds, duty)
     gpu.free(htod)
     return htod
 

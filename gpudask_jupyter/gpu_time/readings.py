@@ -49,6 +49,11 @@ class Sources:
     def note(self, msg: dict[str, Any]) -> None:
         self.by_worker[str(msg.get("worker"))] = msg
 
+    @property
+    def measuring(self) -> int:
+        """Workers that measure GPU time."""
+        return sum(1 for msg in self.by_worker.values() if msg.get("source"))
+
     def summary(self) -> str:
         """One line: the sources in use and their resolution, or why none."""
         if not self.by_worker:

@@ -113,6 +113,8 @@ class GpuTimePlugin(WorkerPlugin):
     # -- tasks -------------------------------------------------------------------------------
 
     def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if self.source is None:  # nothing measures here (no GPU): the announcement said why
+            return
         if finish == "executing":
             shared = bool(self._running)
             for other in self._running.values():
@@ -137,7 +139,7 @@ class GpuTimePlugin(WorkerPlugin):
     # -- once a second -----------------------------------------------------------------------
 
     def tick(self, final: bool = False) -> None:
-        if not self._ended and self.source is None:
+        if self.source is None:
             return
         try:
             self._tick(final)

@@ -336,7 +336,8 @@ class ClusterTracker:
             )
             for p in gpu_readings.per_prefix(self.gpu_events, start=oldest)
         ]
-        return GpuTime(rows=rows, source=gpu_readings.sources_of(self.gpu_events).summary())
+        sources = gpu_readings.sources_of(self.gpu_events)
+        return GpuTime(rows=rows, source=sources.summary(), measuring=sources.measuring)
 
     def _noted_stop(self) -> float | None:
         noted = self.source.stopped_at

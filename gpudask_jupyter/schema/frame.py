@@ -352,6 +352,9 @@ class GpuTime(TypedDict):
     source: str
     """How the workers measure, in words: "NVML samples (167 ms resolution): 2 worker(s)", or
     why they do not."""
+    measuring: int
+    """Workers that measure GPU time (0: none can here, a cluster without GPUs: the view shows
+    no GPU time section)."""
 
 
 class Frame(TypedDict):

@@ -343,6 +343,11 @@ export interface GpuTime {
    * do not.
    */
   source: string;
+  /**
+   * Workers that measure GPU time (0: none can here, a cluster without GPUs: the view shows no GPU
+   * time section).
+   */
+  measuring: number;
 }
 
 export interface Frame {

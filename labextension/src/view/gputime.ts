@@ -3,8 +3,8 @@
  * GPU-time plugin (the frame's `gpu_time`). Per prefix: the share of its tasks' wall time the GPU
  * worked for them (a bar and a percentage: what reads from the back of a room), GPU seconds of
  * wall seconds, the memory peak above the tasks' start and the bytes over the bus. The line under
- * the title says how the workers measure (CUPTI, NVML samples and their resolution) or why they
- * do not; the section hides when there is no cluster.
+ * the title says how the workers measure (CUPTI, NVML samples and their resolution); the
+ * section hides when there is no cluster, or no worker of it measures (no GPU).
  */
 import { el, safeColor } from './dom';
 import { GpuTime, GpuTimeRow } from './frame';
@@ -13,10 +13,14 @@ import { readablePrefix } from './names';
 
 export const GPU_TIME_ROWS = 8;
 
-/** "2.4 s GPU of 3.1 s · peak 1.2 GiB · 512 MiB to GPU · 64 MiB back". */
+/** "2.4 s GPU of 3.1 s · peak 1.2 GiB · 512 MiB to GPU · 64 MiB back · 4 tasks". */
 export function gpuTimeText(row: GpuTimeRow): string {
-  const parts = [`${formatSeconds(row.gpu)} GPU of ${formatSeconds(row.wall)}`];
-  if (row.peak !== null) {
+  const parts = [
+    row.gpu > 0
+      ? `${formatSeconds(row.gpu)} GPU of ${formatSeconds(row.wall)}`
+      : `no GPU time in ${formatSeconds(row.wall)}`
+  ];
+  if (row.peak !== null && row.peak > 0) {
     parts.push(`peak ${formatBytes(row.peak)}`);
   }
   if (row.htod > 0) {
@@ -43,8 +47,9 @@ export class GpuTimeSection {
   }
 
   update(gpuTime: GpuTime | null): void {
-    this.node.hidden = gpuTime === null;
-    if (gpuTime === null) {
+    // no worker measures (a cluster without GPUs): nothing to show, `profile` says why
+    this.node.hidden = gpuTime === null || (gpuTime.measuring === 0 && gpuTime.rows.length === 0);
+    if (gpuTime === null || this.node.hidden) {
       return;
     }
     const title = el('h3', 'gpudask-section-title', 'GPU time (in the window), most first');

@@ -214,17 +214,17 @@ export const CSS = `
 /* GPU time per prefix: name, a bar of the busy share, the share in words, the figures */
 .gpudask-gputime { display: flex; flex-direction: column; gap: 3px; }
 .gpudask-gputime-row {
-  display: grid; grid-template-columns: minmax(6em, 14em) minmax(4em, 8em) 5.5em minmax(0, 1fr);
+  display: grid; grid-template-columns: minmax(6em, 14em) minmax(4em, 8em) 6.5em minmax(0, 1fr);
   column-gap: 8px; align-items: center;
 }
-.gpudask-compact .gpudask-gputime-row { grid-template-columns: minmax(0, 1fr) 5.5em; }
+.gpudask-compact .gpudask-gputime-row { grid-template-columns: minmax(0, 1fr) 6.5em; }
 .gpudask-compact .gpudask-gputime-bar { grid-column: 1 / -1; grid-row: 2; }
 .gpudask-compact .gpudask-gputime-facts { grid-column: 1 / -1; }
 .gpudask-gputime-bar {
   height: 0.7em; border: 1px solid var(--gpudask-muted); border-radius: 2px; overflow: hidden;
 }
 .gpudask-gputime-fill { display: block; height: 100%; }
-.gpudask-gputime-busy { font-variant-numeric: tabular-nums; }
+.gpudask-gputime-busy { font-variant-numeric: tabular-nums; white-space: nowrap; text-align: right; }
 .gpudask-gputime-facts, .gpudask-gputime-source { font-size: 0.92em; }
 .gpudask-stopped .gpudask-gputime { color: var(--gpudask-muted); }
 
