@@ -163,6 +163,26 @@ def test_a_resource_made_current_over_the_cap_is_capped_again(rmm: Any) -> None:
     assert current.get_allocation_limit() == 50 * MiB
 
 
+def test_statistics_over_the_cap_stay_and_count_what_the_cap_lets_through(rmm: Any) -> None:
+    """The GPU-time plugin's memory peaks put RMM statistics on top of the cap: the next look
+    leaves them there (no cap stacked over them, each look), and the cap still holds."""
+    from gpudask_jupyter.cluster.room.allocator import Capped
+    from gpudask_jupyter.gpu_time.memory_peaks import Peaks
+
+    capped = Capped(50 * MiB)
+    peaks = Peaks(rmm)
+    peaks.begin()
+    observed = rmm.mr.get_current_device_resource()
+    assert isinstance(observed, rmm.mr.StatisticsResourceAdaptor)
+    for _ in range(3):
+        capped.refresh()
+    assert rmm.mr.get_current_device_resource() is observed
+    rmm.mr.deallocate(rmm.mr.allocate(30 * MiB))
+    with pytest.raises(MemoryError):
+        rmm.mr.allocate(60 * MiB)
+    assert peaks.end() == 30 * MiB
+
+
 @pytest.fixture
 def own_lease(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lease]:
     """A lease of this process's parent, as a worker sees its kernel's."""

@@ -13,7 +13,8 @@ Memory the process allocates outside RMM on purpose (a ``--distribute`` partitio
 must be one ``cudaMalloc`` to be exported whole) is :meth:`Capped.reserve`\\ d first: counted
 against the same cap, refused when it does not fit. Where someone else makes another resource
 current over ours (dask-cuda's RMM set-up, a user's ``rmm.reinitialize``), :meth:`Capped.
-refresh` puts the cap back over it.
+refresh` puts the cap back over it; RMM statistics over the cap, which only count what passes,
+stay.
 
 CUDA's asynchronous allocator, as RMM makes it, keeps what was freed for reuse: NVML shows it held
 by the process, so a student who once took most of the GPU alone would keep it, cached, after
@@ -114,7 +115,7 @@ class Capped:
 
         with self._lock:
             current = rmm.mr.get_current_device_resource()
-            if current is not self._current:
+            if current is not self._current and not _observes(current, self._current):
                 log.warning(
                     "another GPU memory resource was made current over this process's cap "
                     "(%s): the cap is put back over it",
@@ -144,6 +145,19 @@ class Capped:
         with self._lock:
             self.reserved = max(0, self.reserved - nbytes)
             self._make(self.cap)
+
+
+def _observes(resource: Any, cap: Any) -> bool:
+    """Whether ``resource`` only counts the allocations on their way to ``cap``: RMM statistics
+    over it (the GPU-time plugin's memory peaks, :mod:`...gpu_time.memory_peaks`) leave the cap
+    in place, where any other resource made current over it is capped again."""
+    import rmm
+
+    while isinstance(resource, rmm.mr.StatisticsResourceAdaptor):
+        resource = resource.get_upstream()
+        if resource is cap:
+            return True
+    return False
 
 
 class ProcessCap:

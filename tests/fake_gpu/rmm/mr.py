@@ -71,6 +71,39 @@ class LimitingResourceAdaptor:
         return self, nbytes
 
 
+class StatisticsResourceAdaptor:
+    """Counts what passes through it on the way to ``upstream`` (the GPU-time plugin's memory
+    peaks put one on top): its counters form a stack, as RMM's do."""
+
+    def __init__(self, upstream: Any) -> None:
+        self.upstream = upstream
+        self.windows: list[list[int]] = [[0, 0]]
+
+    def get_upstream(self) -> Any:
+        return self.upstream
+
+    def allocate(self, nbytes: int) -> tuple[Any, int]:
+        buffer = self.upstream.allocate(nbytes)
+        for window in self.windows:
+            window[0] += nbytes
+            window[1] = max(window[1], window[0])
+        return buffer
+
+    def push_counters(self) -> Any:
+        self.windows.append([0, 0])
+
+    def pop_counters(self) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(peak_bytes=self.windows.pop()[1])
+
+    @property
+    def allocation_counts(self) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(peak_bytes=self.windows[-1][1])
+
+
 _current: list[Any] = [CudaMemoryResource()]
 
 
