@@ -350,7 +350,7 @@ class GpuTime(TypedDict):
     rows: list[GpuTimeRow]
     """Most GPU seconds first."""
     source: str
-    """How the workers measure, in words: "NVML samples (167 ms resolution): 2 worker(s)", or
+    """How the workers measure, in words: the source and its resolution per worker, or
     why they do not."""
     measuring: int
     """Workers that measure GPU time (0: none can here, a cluster without GPUs: the view shows

@@ -339,8 +339,8 @@ export interface GpuTime {
   /** Most GPU seconds first. */
   rows: GpuTimeRow[];
   /**
-   * How the workers measure, in words: "NVML samples (167 ms resolution): 2 worker(s)", or why they
-   * do not.
+   * How the workers measure, in words: the source and its resolution per worker, or why they do
+   * not.
    */
   source: string;
   /**
