@@ -15,7 +15,7 @@ import time
 from ..monitor import Monitor
 from ..monitor.trackers import CALL_TIMEOUT
 from ..schema.frame import WORKER_COUNTS, DeviceReading, Frame, WorkerInfo
-from ..text.units import format_bytes
+from ..text.units import format_bytes, format_seconds
 from .shared_monitor import KEY, kernel_sources, running_monitor
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,7 @@ def frame_text(frame: Frame) -> str:
     """A frame in a few plain lines: cluster state, GPUs, workers with their counts, progress."""
     lines = _cluster_lines(frame) + _gpu_lines(frame) + _worker_lines(frame)
     lines += _progress_lines(frame)
+    lines += _gpu_time_lines(frame)
     lines += _room_lines(frame)
     for wait in frame["waiting"]:
         lines.append(
@@ -164,6 +165,27 @@ def _worker_lines(frame: Frame) -> list[str]:
     lines += [_worker_line(w) for w in workers[:MAX_ROWS]]
     if len(workers) > MAX_ROWS:
         lines.append(f"  … and {len(workers) - MAX_ROWS} more")
+    return lines
+
+
+def _gpu_time_lines(frame: Frame) -> list[str]:
+    """Where the GPU's time went per prefix, as the views' GPU time section says it; nothing
+    where no worker measures (no GPU)."""
+    gpu_time = frame.get("gpu_time")
+    if not gpu_time or (not gpu_time["measuring"] and not gpu_time["rows"]):
+        return []
+    lines = [f"GPU time by task prefix ({gpu_time['source']}):"]
+    for row in gpu_time["rows"][:MAX_ROWS]:
+        busy = f"{100 * row['gpu'] / row['wall']:.0f}% busy" if row["wall"] > 0 else "–"
+        line = f"  {row['prefix']}: {busy}, {format_seconds(row['gpu'])} GPU of "
+        line += f"{format_seconds(row['wall'])}, {row['tasks']} task(s)"
+        if row["peak"]:
+            line += f", peak {format_bytes(row['peak'])}"
+        if row["htod"] or row["dtoh"]:
+            line += f", {format_bytes(row['htod'])} to GPU, {format_bytes(row['dtoh'])} back"
+        lines.append(line)
+    if len(gpu_time["rows"]) > MAX_ROWS:
+        lines.append(f"  … and {len(gpu_time['rows']) - MAX_ROWS} more prefixes")
     return lines
 
 

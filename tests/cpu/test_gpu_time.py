@@ -334,3 +334,22 @@ def test_the_views_frame_has_each_prefixs_gpu_time_in_its_stream_colour(
     colors = {t["prefix"]: t["color"] for t in found["tasks"] if t["action"] == "compute"}
     assert rows["busy"]["color"] == colors["busy"] != rows["idle"]["color"] == colors["idle"]
     assert "CUPTI" in found["gpu_time"]["source"]
+
+
+def test_the_panels_text_says_the_gpu_time_per_prefix_and_nothing_without_a_gpu() -> None:
+    from gpudask_jupyter.schema.frame import GpuTime, GpuTimeRow
+    from gpudask_jupyter.widget.snapshot import _gpu_time_lines
+
+    row = GpuTimeRow(
+        prefix="spin", color="#000000", tasks=4, wall=4.0, gpu=3.0, peak=32 * MiB,
+        htod=128 * MiB, dtoh=0, shared=False,
+    )  # fmt: skip
+    measured = GpuTime(rows=[row], source="CUPTI (1 µs resolution): 1 worker(s)", measuring=1)
+    lines = _gpu_time_lines({"gpu_time": measured})  # type: ignore[typeddict-item]
+    assert lines == [
+        "GPU time by task prefix (CUPTI (1 µs resolution): 1 worker(s)):",
+        "  spin: 75% busy, 3 s GPU of 4 s, 4 task(s), peak 32 MiB, 128 MiB to GPU, 0 B back",
+    ]
+    unmeasured = GpuTime(rows=[], source="GPU time is not measured: no GPU", measuring=0)
+    assert _gpu_time_lines({"gpu_time": unmeasured}) == []  # type: ignore[typeddict-item]
+    assert _gpu_time_lines({"gpu_time": None}) == []  # type: ignore[typeddict-item]
