@@ -336,3 +336,30 @@ def test_a_room_nobody_made_is_empty_and_says_nothing(
     with caplog.at_level(logging.WARNING):  # one that cannot be listed still says so
         assert RoomDir(tmp_path / "a-file").leases() == []
     assert "cannot list" in caplog.text
+
+
+def test_a_reader_in_a_container_drops_an_unseen_lease_its_kernel_stopped_touching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader in a PID namespace below the machine's first cannot see another container's
+    locks: it counts such a lease while its kernel touches the lock file, and not once the
+    kernel has been silent for longer than STALE_AFTER (killed in its container, its lease
+    left behind)."""
+    from gpudask_jupyter.cluster.room import proof
+
+    monkeypatch.setattr(proof, "pid_namespace", lambda: 4_026_532_999)  # a container's
+    fd, lock = proof.hold(tmp_path, "4026533000-77")
+    lease = tmp_path / "4026533000-77.lease.json"
+    ask = (lease, ".lease.json", os.getuid(), 77, 1234, 4_026_533_000, {})  # no lock seen
+    try:
+        proof.heartbeat(fd)
+        found = proof.prove(*ask)
+        assert found.counts and found.pid == 0  # present, its processes unseen
+        old = time.time() - proof.STALE_AFTER - 5
+        os.utime(lock, (old, old))
+        found = proof.prove(*ask)
+        assert not found.counts and "has not shown itself" in found.why
+        proof.heartbeat(fd)  # the kernel lives after all: it counts again
+        assert proof.prove(*ask).counts
+    finally:
+        proof.let_go(fd, lock)

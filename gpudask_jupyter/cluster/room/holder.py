@@ -170,6 +170,7 @@ class Holder:
         self._follower: Periodic | None = None
         self._given_back = float("-inf")  # when it last asked its processes to give back memory
         self._lock_held: tuple[int, Path] | None = None  # the lease's lock (.proof), while held
+        self._heart: Periodic | None = None
 
     def _follow(self) -> None:
         """Keep this kernel's elastic share as the room changes, every :data:`FOLLOW_EVERY` seconds:
@@ -322,6 +323,7 @@ class Holder:
             self._let_go()
             raise
         self._lease = lease
+        self._beat()
         self._register()
         return lease
 
@@ -436,8 +438,30 @@ class Holder:
             self._lease = None
             return True
 
+    def _beat(self) -> None:
+        """Show readers that cannot see the lease's lock (in another PID namespace) that this
+        kernel lives: its lock file touched every :data:`.proof.HEARTBEAT_EVERY` seconds."""
+
+        def touch() -> None:
+            held = self._lock_held
+            if held is not None:
+                proof.heartbeat(held[0])
+
+        with self._lock:
+            if self._heart is None:
+                self._heart = Periodic(
+                    "gpudask-room-heartbeat",
+                    proof.HEARTBEAT_EVERY,
+                    touch,
+                    "room: cannot touch this kernel's lock file",
+                )
+                self._heart.start()
+
     def _let_go(self) -> None:
         """Release the lease's lock (after its file is removed: no reader sees a lease unlocked)."""
+        if self._heart is not None:
+            self._heart.stop()
+            self._heart = None
         if self._lock_held is not None:
             fd, path = self._lock_held
             self._lock_held = None

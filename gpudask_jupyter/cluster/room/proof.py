@@ -23,10 +23,12 @@ A lease counts only where, besides its lock being held:
 A reader that is itself in a PID namespace below the machine's first sees in ``/proc/locks``
 only the locks of processes of its own namespace (Linux filters the table). There a lease of
 another namespace whose lock it cannot see counts as present, its processes unseen
-(:mod:`.measure` splits among such holders what no known holder holds): a lease is only ever
-one more kernel of its own account, so what it cannot verify costs the others at most one more
-student, and a reader of the machine's first namespace (the host, another student's server)
-still sees the truth.
+(:mod:`.measure` splits among such holders what no known holder holds), while its kernel shows
+itself: it touches its lock file every :data:`HEARTBEAT_EVERY` seconds, and a lock untouched for
+:data:`STALE_AFTER` is a kernel gone (killed in its container, its lease left behind). A lease is
+only ever one more kernel of its own account, so what a reader cannot verify costs the others at
+most one more student, and a reader of the machine's first namespace (the host, another
+student's server) still sees the truth.
 
 Where ``/proc/locks`` cannot be read (not Linux, a sandbox), :func:`fallback_alive` says
 whether the kernel lives from the process table, as before locks were used (logged once).
@@ -40,6 +42,7 @@ import logging
 import os
 import secrets
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +59,12 @@ LOCK_SUFFIX = ".lock"
 PID_NAMESPACE = "/proc/self/ns/pid"
 #: the machine's first PID namespace (the kernel's fixed PROC_PID_INIT_INO)
 FIRST_NAMESPACE = 0xEFFFFFFC
+#: seconds between a kernel's touches of its lock file (:func:`heartbeat`)
+HEARTBEAT_EVERY = 30.0
+#: a lock not touched for this long whose holder a reader cannot see is taken as a kernel gone:
+#: a reader in a container cannot see another container's locks, and a kernel killed there
+#: leaves its lease behind until its account's next kernel prunes it
+STALE_AFTER = 4 * HEARTBEAT_EVERY
 
 _warned = False
 
@@ -154,6 +163,9 @@ def prove(
     elsewhere = bool(namespace and here and namespace != here)  # 0: taken for the reader's own
     if holder is None:
         if elsewhere and here != FIRST_NAMESPACE:  # its lock cannot be seen from here
+            quiet = _quiet_for(lock)
+            if quiet > STALE_AFTER:
+                return Proof(0, f"its kernel has not shown itself for {quiet:.0f} s")
             return Proof(0)
         return Proof(0, "its kernel has ended (nothing holds its lock)")
     if elsewhere:
@@ -169,6 +181,20 @@ def prove(
     if seen is not None and seen != started:
         return Proof(0, f"process {pid} is not the kernel that wrote it (started {seen})")
     return Proof(pid)
+
+
+def _quiet_for(lock: Path) -> float:
+    """Seconds since the kernel holding ``lock`` last touched it (:func:`heartbeat`)."""
+    try:
+        return time.time() - os.stat(lock).st_mtime
+    except OSError:
+        return float("inf")
+
+
+def heartbeat(fd: int) -> None:
+    """The kernel holding the lock open as ``fd`` shows it lives to readers that cannot see its
+    lock: the lock file's time, now (every :data:`HEARTBEAT_EVERY` seconds)."""
+    os.utime(fd)
 
 
 def _exists(pid: int) -> bool:
