@@ -84,16 +84,15 @@ def per_prefix(
     spans: set[str] | None = None,
 ) -> list[PrefixTime]:
     """Sum the usage events' rows per prefix, for tasks that ended between ``start`` and
-    ``stop`` (by each event's stretch: an event counts where its stretch lies inside; one
-    second at most on each side) or belonging to ``spans``; most GPU seconds first."""
+    ``stop``, or belonging to ``spans``; most GPU seconds first. An event holds a worker's tasks
+    of about a second: it counts where its last task ended, so that two cells never both count
+    it (a task that ended in the second before a cell's first may be counted with that cell)."""
     found: dict[str, PrefixTime] = {}
     for _, msg in events:
         if msg.get("kind") != "usage":
             continue
         last = float(msg.get("last", 0.0))
-        if start is not None and last < start:
-            continue
-        if stop is not None and float(msg.get("first", 0.0)) > stop:
+        if (start is not None and last < start) or (stop is not None and last > stop):
             continue
         for raw in msg.get("rows", ()):
             row = dict(zip(ROW_FIELDS, raw, strict=False))

@@ -59,6 +59,18 @@ def test_copies_go_to_the_task_running_when_they_began_by_direction() -> None:
     assert found.unclaimed.htod == 7
 
 
+def test_a_workers_event_counts_in_one_stretch_only_where_its_last_task_ended() -> None:
+    def event(first: float, last: float, prefix: str) -> tuple[float, dict[str, Any]]:
+        row = ["span", prefix, 1, last - first, 0.5, 0, 0, None, False]
+        return last, {"kind": "usage", "first": first, "last": last, "rows": [row]}
+
+    events = [event(9.5, 10.4, "a"), event(10.6, 11.4, "b")]
+    # two cells back to back, the first from 9 to 10.5: the batch straddling nothing counts once
+    first = readings.per_prefix(events, 9.0, 10.5)
+    second = readings.per_prefix(events, 10.5, 12.0)
+    assert [p.prefix for p in first] == ["a"] and [p.prefix for p in second] == ["b"]
+
+
 # -- the sources, reading their libraries ------------------------------------------------------
 
 
