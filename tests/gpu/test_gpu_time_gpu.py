@@ -5,34 +5,23 @@ for tasks of a second or more)."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
 
-SPIN = r"""
-extern "C" __global__ void spin(unsigned long long ns){
-  unsigned long long s, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(s));
-  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - s < ns);
-}"""
-
-
-def spin(seconds: float, i: int = 0) -> int:
-    import cupy
-
-    cupy.RawKernel(SPIN, "spin")((1,), (1,), (cupy.uint64(int(seconds * 1e9)),))
-    cupy.cuda.runtime.deviceSynchronize()
-    return i
-
-
-def copy(nbytes: int, i: int = 0) -> int:
-    import cupy
-    import numpy
-
-    return int(cupy.asnumpy(cupy.asarray(numpy.ones(nbytes, dtype="u1")))[0]) + i
+#: the benchmark's work of known GPU time and bytes: a kernel spinning on the GPU's timer for a
+#: set time, copies of set sizes
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_time.py"
+_spec = importlib.util.spec_from_file_location("gpu_time_benchmark", BENCHMARK)
+assert _spec is not None and _spec.loader is not None
+known_work = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(known_work)
+spin, copy = known_work.spin, known_work.copy
 
 
 @pytest.mark.parametrize("source", ["nvml", "cupti"])
@@ -42,16 +31,17 @@ def test_each_source_attributes_known_work_to_its_prefix_and_cell(shell: Any, so
     if source == "cupti":
         pytest.importorskip("cupti")
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(known_work)
     shell.run_line_magic("config", f"GpuDaskMagics.gpu_time = '{source}'")
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'false'")
     client = shell.run_line_magic("gpu_cluster", "start --n-workers 1")
     shell.user_ns.update(client=client, spin=spin, copy=copy)
-    assert shell.run_cell("import cupy; spin(0.01)", store_history=True).success
+    assert shell.run_cell("import cupy; spin(0.01, 0)", store_history=True).success
     cell = (
         "futures = [client.submit(spin, 1.0, i, key=f'spin-{i}') for i in range(3)]\n"
         "futures += [client.submit(copy, 256 << 20, i, key=f'copy-{i}') for i in range(2)]\n"
         "client.gather(futures)\n"
-        "spin(0.5)\n"
+        "spin(0.5, 0)\n"
     )
     assert shell.run_cell(cell, store_history=True).success
     frame = shell.run_line_magic("gpu_cluster", "profile").set_index("prefix")
