@@ -34,9 +34,9 @@ def install(client: Any, timeout: float = INSTALL_WITHIN) -> bool:
         return False
     import cloudpickle
 
-    from . import readings as _readings  # noqa: F401  (by value with the rest)
     from . import worker_plugin
 
+    # the plugin and what it calls travel with it: a worker elsewhere need not have the package
     cloudpickle.register_pickle_by_value(_package())
     done: list[bool] = []
 
