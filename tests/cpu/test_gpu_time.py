@@ -365,3 +365,25 @@ def test_the_panels_text_says_the_gpu_time_per_prefix_and_nothing_without_a_gpu(
     unmeasured = GpuTime(rows=[], source="GPU time is not measured: no GPU", measuring=0)
     assert _gpu_time_lines({"gpu_time": unmeasured}) == []  # type: ignore[typeddict-item]
     assert _gpu_time_lines({"gpu_time": None}) == []  # type: ignore[typeddict-item]
+
+
+def test_a_worker_without_a_gpu_says_why_once_and_records_nothing() -> None:
+    """On this machine (no NVML, no CUPTI) each worker announces why it does not measure, and
+    sends no usage: the views then show no GPU time section, and profile says why."""
+    from gpudask_jupyter.machine import nvml
+
+    if nvml.status().available:
+        pytest.skip("this test is of a machine without a GPU")
+    with cpu_cluster_client() as client:
+        client.register_plugin(worker_plugin.GpuTimePlugin(interval=0.2), name=worker_plugin.NAME)
+        client.gather(
+            [client.submit(_idle_task, 0.1, key=f"idle-{i}", pure=False) for i in range(4)]
+        )
+        client.run(worker_plugin.flush)
+        events = client.run_on_scheduler(readings.events_since)
+        kinds = [msg["kind"] for _, msg in events]
+        assert kinds == ["source", "source"], events
+        sources = readings.sources_of(events)
+        assert sources.measuring == 0
+        assert sources.summary().startswith("GPU time is not measured: "), sources.summary()
+        assert readings.per_prefix(events) == []
