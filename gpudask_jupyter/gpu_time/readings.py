@@ -39,6 +39,31 @@ class PrefixTime:
         """Share of the tasks' wall time the GPU worked for them (None: no wall time)."""
         return self.gpu / self.wall if self.wall > 0 else None
 
+    def add(
+        self,
+        tasks: int,
+        wall: float,
+        gpu: float,
+        htod: int,
+        dtoh: int,
+        peak: int | None,
+        shared: bool,
+    ) -> None:
+        """Count more tasks: their figures summed, except the peak (the highest) and whether
+        some task shared its worker's moments (any)."""
+        self.tasks += int(tasks)
+        self.wall += float(wall)
+        self.gpu += float(gpu)
+        self.htod += int(htod)
+        self.dtoh += int(dtoh)
+        if peak is not None:
+            self.peak = max(self.peak or 0, int(peak))
+        self.shared = self.shared or bool(shared)
+
+    def row(self, span: str | None) -> list[Any]:
+        """The figures as a usage event's row of ``span`` (:data:`.facts.ROW_FIELDS`)."""
+        return [span if name == "span" else getattr(self, name) for name in ROW_FIELDS]
+
 
 @dataclass(slots=True)
 class Sources:
@@ -95,18 +120,11 @@ def per_prefix(
         if (start is not None and last < start) or (stop is not None and last > stop):
             continue
         for raw in msg.get("rows", ()):
-            row = dict(zip(ROW_FIELDS, raw, strict=False))
-            if spans is not None and row["span"] not in spans:
+            figures = dict(zip(ROW_FIELDS, raw, strict=False))
+            span, prefix = figures.pop("span"), figures.pop("prefix")
+            if spans is not None and span not in spans:
                 continue
-            out = found.setdefault(row["prefix"], PrefixTime(row["prefix"]))
-            out.tasks += int(row["tasks"])
-            out.wall += float(row["wall"])
-            out.gpu += float(row["gpu"])
-            out.htod += int(row["htod"])
-            out.dtoh += int(row["dtoh"])
-            if row["peak"] is not None:
-                out.peak = max(out.peak or 0, int(row["peak"]))
-            out.shared = out.shared or bool(row["shared"])
+            found.setdefault(prefix, PrefixTime(prefix)).add(**figures)
     return sorted(found.values(), key=lambda p: (-p.gpu, -p.wall, p.prefix))
 
 

@@ -29,6 +29,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from .facts import TOPIC
 from .memory_peaks import Peaks
+from .readings import PrefixTime
 from .sources import Choice, Source, choose
 from .timeline import Busy, Copy, TaskRun, attribute
 
@@ -142,18 +143,20 @@ class GpuTimePlugin(WorkerPlugin):
         if self.source is None:
             return
         try:
-            self._tick(final)
+            self._tick(self.source, final)
         except Exception:
             log.warning("GPU time of this worker's tasks was not measured", exc_info=True)
             self._ended.clear()
 
-    def _tick(self, final: bool) -> None:
-        covered = time.time()
-        if self.source is not None:
-            reading = self.source.read()
-            self._busy.extend(reading.busy)
-            self._copies.extend(reading.copies)
-            covered = reading.covered
+    def _take_reading(self, source: Source) -> float:
+        """``source``'s new readings kept; the time up to which they are complete."""
+        reading = source.read()
+        self._busy.extend(reading.busy)
+        self._copies.extend(reading.copies)
+        return reading.covered
+
+    def _tick(self, source: Source, final: bool) -> None:
+        covered = self._take_reading(source)
         now = time.time()
         ready = [
             e for e in self._ended if final or e.run.stop <= covered or now - e.noted > PATIENCE
@@ -166,33 +169,25 @@ class GpuTimePlugin(WorkerPlugin):
         # the tasks still waiting share moments with these: they take their part too
         waiting = [e.run for e in self._ended]
         found = attribute(runs + waiting, self._busy, self._copies)
-        rows: dict[tuple[str | None, str], list[Any]] = {}
+        rows: dict[tuple[str | None, str], PrefixTime] = {}
         for e in ready:
             run = e.run
             usage = found.by_task[run.key]
-            if self.source is not None:
-                self._digest(run, usage.gpu_seconds, usage.htod, usage.dtoh)
-            row = rows.setdefault(
-                (run.span, run.prefix), [run.span, run.prefix, 0, 0.0, 0.0, 0, 0, None, False]
+            self._digest(run, usage.gpu_seconds, usage.htod, usage.dtoh)
+            row = rows.setdefault((run.span, run.prefix), PrefixTime(run.prefix))
+            row.add(
+                1, run.stop - run.start, usage.gpu_seconds, usage.htod, usage.dtoh, e.peak, e.shared
             )
-            row[2] += 1
-            row[3] += run.stop - run.start
-            row[4] += usage.gpu_seconds
-            row[5] += usage.htod
-            row[6] += usage.dtoh
-            if e.peak is not None:
-                row[7] = max(row[7] or 0, e.peak)
-            row[8] = row[8] or e.shared
         self._prune()
         self.worker.log_event(
             TOPIC,
             {
                 "kind": "usage",
                 "worker": self.worker.address,
-                "source": None if self.source is None else self.source.name,
+                "source": source.name,
                 "first": min(r.start for r in runs),
                 "last": max(r.stop for r in runs),
-                "rows": list(rows.values()),
+                "rows": [row.row(span) for (span, _), row in rows.items()],
             },
         )
 
@@ -229,11 +224,9 @@ async def flush(dask_worker: Any = None, patience: float = 3.0) -> bool:
         return False
     until = time.time()
     deadline = time.monotonic() + patience
-    while plugin.source is not None and time.monotonic() < deadline:
-        reading = plugin.source.read()
-        plugin._busy.extend(reading.busy)
-        plugin._copies.extend(reading.copies)
-        if reading.covered >= until:
+    source = plugin.source
+    while source is not None and time.monotonic() < deadline:
+        if plugin._take_reading(source) >= until:
             break
         await asyncio.sleep(0.1)
     plugin.tick(final=True)
