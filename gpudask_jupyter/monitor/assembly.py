@@ -108,9 +108,5 @@ def _add_cluster(
     frame["waiting"] = list(tracker.waiting)
     frame["workers"] = list(tracker.workers)
     frame["progress"] = list(tracker.progress)
-    colors = {p["prefix"]: p["color"] for p in tracker.progress}
-    for rect in tracker.tasks.window(now - frame["history"]):
-        if rect["action"] == "compute" and not rect["error"]:
-            colors.setdefault(rect["prefix"], rect["color"])
-    frame["gpu_time"] = tracker.gpu_time(now - frame["history"], colors)
+    frame["gpu_time"] = tracker.gpu_time(now - frame["history"])
     frame["messages"] += [n.text for n in tracker.notes if now - n.time < NOTE_SECONDS]

@@ -146,6 +146,8 @@ class ClusterTracker:
         self.waiting: list[ResourceWait] = []
         self.tasks: SeqBuffer[TaskRect] = SeqBuffer(MAX_TASKS)
         self.notes: deque[Note] = deque(maxlen=50)
+        #: each prefix's colour as the scheduler last gave it (its tasks or its progress)
+        self.colors: dict[str, str] = {}
         #: the workers' GPU-time events (:mod:`..gpu_time`), newest last
         self.gpu_events: deque[tuple[float, dict[str, Any]]] = deque(maxlen=MAX_GPU_EVENTS)
         self._events_since = 0.0
@@ -223,6 +225,9 @@ class ClusterTracker:
         self._cursor = int(result["index"])
         for rect in rectangles(result["tasks"]):
             self.tasks.append(rect["stop"], rect)
+            if rect["action"] == "compute" and not rect["error"]:
+                self.colors[rect["prefix"]] = rect["color"]
+        self.colors.update((name, prefix_color(r[5])) for name, r in result["progress"].items())
         self.progress = sorted(
             (
                 PrefixProgress(
@@ -319,13 +324,13 @@ class ClusterTracker:
             for p in self.progress
         ]
 
-    def gpu_time(self, oldest: float, colors: dict[str, str]) -> GpuTime:
+    def gpu_time(self, oldest: float) -> GpuTime:
         """GPU time per prefix of the tasks that ended after ``oldest``, each prefix in its
-        colour of ``colors`` (the task stream's)."""
+        task stream colour."""
         rows = [
             GpuTimeRow(
                 prefix=p.prefix,
-                color=colors.get(p.prefix, OTHER_COLOR),
+                color=self.colors.get(p.prefix, OTHER_COLOR),
                 tasks=p.tasks,
                 wall=p.wall,
                 gpu=p.gpu,
