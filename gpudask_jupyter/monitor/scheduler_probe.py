@@ -107,13 +107,13 @@ def poll(
     groups = list(compat.task_group_states(dask_scheduler))
     running = list(compat.executing_prefixes(dask_scheduler))
     # what a view draws: the tasks it is sent, and the progress rows of every prefix
-    seen = [key_split(msg["key"]) for msg in records] + [prefix for prefix, _ in groups]
+    prefixes = [key_split(msg["key"]) for msg in records]
+    seen = prefixes + [prefix for prefix, _ in groups]
     order = colour_slots(dask_scheduler, seen, time.time(), slots, lease)
     tasks = []
-    for msg in records:
+    for msg, prefix in zip(records, prefixes, strict=True):
         key = msg["key"]
         error = msg.get("status") != "OK"
-        prefix = key_split(key)
         for span in msg.get("startstops", ()):
             tasks.append(
                 (
