@@ -2,6 +2,7 @@
  * DOM helpers. Every string reaches the page through textContent: task keys, device and
  * worker names are user data, so no HTML parsing ever happens here (eslint forbids innerHTML).
  */
+import { readablePrefix } from './names';
 
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -109,4 +110,16 @@ export function safeColor(color: string | null | undefined): string {
   return typeof color === 'string' && /^#(?:[0-9a-f]{3}|[0-9a-f]{6})$/i.test(color)
     ? color
     : '#888888';
+}
+
+/** A task prefix as the views name it: a swatch of its colour, then its readable name; the
+ * prefix itself in the tooltip. */
+export function prefixName(prefix: string, color: string | null | undefined): HTMLElement {
+  const name = el('span', 'gpudask-prefix');
+  const swatch = el('span', 'gpudask-swatch');
+  swatch.style.backgroundColor = safeColor(color);
+  swatch.setAttribute('aria-hidden', 'true');
+  name.append(swatch, document.createTextNode(readablePrefix(prefix)));
+  name.title = prefix;
+  return name;
 }

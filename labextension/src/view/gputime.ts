@@ -6,10 +6,9 @@
  * the title says how the workers measure (CUPTI, NVML samples and their resolution); the
  * section hides when there is no cluster, or no worker of it measures (no GPU).
  */
-import { el, safeColor } from './dom';
+import { el, prefixName, safeColor } from './dom';
 import { GpuTime, GpuTimeRow } from './frame';
 import { formatBytes, formatSeconds } from './format';
-import { readablePrefix } from './names';
 
 export const GPU_TIME_ROWS = 8;
 
@@ -56,12 +55,7 @@ export class GpuTimeSection {
     const source = el('div', 'gpudask-gputime-source gpudask-muted', gpuTime.source);
     const rows = gpuTime.rows.slice(0, GPU_TIME_ROWS).map(row => {
       const line = el('div', 'gpudask-gputime-row');
-      const name = el('span', 'gpudask-prefix');
-      const swatch = el('span', 'gpudask-swatch');
-      swatch.style.backgroundColor = safeColor(row.color);
-      swatch.setAttribute('aria-hidden', 'true');
-      name.append(swatch, document.createTextNode(readablePrefix(row.prefix)));
-      name.title = row.prefix;
+      const name = prefixName(row.prefix, row.color);
       const percent = busyPercent(row);
       const bar = el('span', 'gpudask-gputime-bar');
       const fill = el('span', 'gpudask-gputime-fill');

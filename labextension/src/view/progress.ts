@@ -4,9 +4,8 @@
  * "Running" is what the workers said they run (never more than their threads); the rest of what
  * the scheduler gave them waits there for a thread, and is said so.
  */
-import { bar, el, safeColor, setBar } from './dom';
+import { bar, el, prefixName, setBar } from './dom';
 import { PrefixProgress } from './frame';
-import { readablePrefix } from './names';
 
 export const MAX_ROWS = 10;
 
@@ -41,12 +40,7 @@ function progressRow(p: PrefixProgress, color: string | undefined): HTMLElement 
     'div',
     p.erred > 0 ? 'gpudask-progress-row gpudask-has-errors' : 'gpudask-progress-row'
   );
-  const name = el('span', 'gpudask-prefix');
-  const swatch = el('span', 'gpudask-swatch');
-  swatch.style.backgroundColor = safeColor(color);
-  swatch.setAttribute('aria-hidden', 'true');
-  name.append(swatch, document.createTextNode(readablePrefix(p.prefix)));
-  name.title = p.prefix;
+  const name = prefixName(p.prefix, color);
   const done = bar('gpudask-done', 2);
   const failed = p.total > 0 ? p.erred / p.total : null;
   setBar(done, [p.total > 0 ? p.done / p.total : null, failed], progressCaption(p));
