@@ -161,6 +161,8 @@ def test_ctrl_c_during_start(kernel: Any, runtime_dir: Path, delay: float) -> No
         ("%gpu_cluster restart", 0.1),
         ("%gpu_cluster restart", 0.5),
         ("%gpu_cluster start --replace --n-workers 1", 0.3),
+        ("%gpu_cluster profile", 0.05),
+        ("%gpu_cluster profile --seconds 60", 0.2),
     ],
 )
 def test_ctrl_c_during_a_command_on_a_running_cluster(
