@@ -2,13 +2,15 @@
 left open.
 
 distributed's ``connect()`` bounds the TCP connect by its timeout but then waits for the peer's
-handshake without any limit: attaching to a port that accepts and stays silent, to an HTTP server
-or to a cluster's dashboard port blocks until interrupted, socket open. A scheduler (as any
-distributed listener) sends its handshake as soon as it accepts, before reading anything; so a
-plain socket that connects and reads the first 16 bytes under our own deadline tells a scheduler
-(a length-prefixed frame header) from anything else, and is closed whatever happens. What stays
-silent is then asked once for ``/json/identity.json`` over HTTP: a scheduler's dashboard answers
-with the scheduler's own address, which the error can name.
+handshake without any limit (older releases bounded it; the current one does not, which
+``test_distributed_alone_waits_on_a_silent_port_past_its_timeout`` keeps checking): attaching to
+a port that accepts and stays silent, to an HTTP server or to a cluster's dashboard port blocks
+until interrupted, socket open. A scheduler (as any distributed listener) sends its handshake
+as soon as it accepts, before reading anything; so a plain socket that connects and reads the
+first 16 bytes under our own deadline tells a scheduler (a length-prefixed frame header, as
+:func:`..compat.starts_a_message` reads it) from anything else, and is closed whatever happens.
+What stays silent is then asked once for ``/json/identity.json`` over HTTP: a scheduler's
+dashboard answers with the scheduler's own address, which the error can name.
 
 Every wait looks every :data:`POLL` seconds whether the command was interrupted (Ctrl-C returns
 at once, and the check it left running on its thread must not keep a silent port's connection
@@ -26,18 +28,15 @@ import logging
 import re
 import socket
 import ssl
-import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import compat
 from ..text.units import format_seconds
 
 log = logging.getLogger(__name__)
 
-#: a Dask message starts with its total length and its number of frames (two 64-bit integers)
-HEADER = 16
-MAX_HANDSHAKE = 2**20
 #: the part of the timeout kept for asking a silent port whether it speaks HTTP
 HTTP_SHARE = 0.25
 MAX_HTTP_RESERVE = 2.0
@@ -75,18 +74,6 @@ def split_address(address: str) -> tuple[str, str, int] | None:
     return scheme, host.removeprefix("[").removesuffix("]"), number
 
 
-def looks_like_dask(first: bytes) -> bool:
-    """Whether ``first`` (16 bytes) starts a Dask message: a small total length, then a frame
-    count of a few, in either byte order."""
-    if len(first) < HEADER:
-        return False
-    for order in "<>":
-        total, frames = struct.unpack(f"{order}QQ", first[:HEADER])
-        if 8 <= total <= MAX_HANDSHAKE and 1 <= frames <= 64:
-            return True
-    return False
-
-
 def check(
     address: str,
     timeout: float,
@@ -110,7 +97,7 @@ def check(
     )
     if cancelled():
         return Verdict(False, f"the check of {address} was interrupted")
-    if first is not None and looks_like_dask(first):
+    if first is not None and compat.starts_a_message(first):
         return Verdict(True)
     if failure == "refused":
         return Verdict(False, _nobody(address, timeout, "nothing listens there"), error)
@@ -197,7 +184,7 @@ def _greeting(
                 sock = stack.enter_context(wrapped)
                 if not _handshake(wrapped, deadline, cancelled):
                     return None, "silent", None
-            return _read(sock, HEADER, deadline, cancelled), "silent", None
+            return _read(sock, compat.FRAME_HEADER, deadline, cancelled), "silent", None
         except ssl.SSLError as err:
             return None, f"tls: {err.reason or err}", err
         except TimeoutError:
@@ -268,7 +255,7 @@ def _answer_problem(address: str, answer: bytes) -> str | None:
         head, _, body = answer.partition(b"\r\n\r\n")
         status = head.split(b"\r\n", 1)[0].decode("latin-1")
         return _http_problem(address, status, body.decode("utf-8", "replace"))
-    if looks_like_dask(answer[:HEADER]):
+    if compat.starts_a_message(answer[: compat.FRAME_HEADER]):
         return (
             f"{address}: a Dask scheduler answers there without TLS. Use "
             f"tcp://{address.partition('://')[2]} (without the TLS files)."

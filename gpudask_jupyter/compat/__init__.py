@@ -55,6 +55,7 @@ from .dask_gateway import (
     close_gateway_cluster,
 )
 from .distributed import (
+    FRAME_HEADER,
     PARENT_PID,
     executing_prefixes,
     fail_unrunnable,
@@ -70,6 +71,7 @@ from .distributed import (
     run_on_workers,
     security_settings,
     setting_before_import,
+    starts_a_message,
     submit_on_scheduler,
     task_group_states,
     task_stream_plugin,
@@ -94,11 +96,13 @@ from .python import (
     detach_resource_tracker,
     launch_fork_server,
     original_dir,
+    parser_actions,
 )
 
 __all__ = [
     "CLUSTER_ENVIRON",
     "FORK_SERVER_COMMAND",
+    "FRAME_HEADER",
     "MODULES",
     "PARENT_PID",
     "allows_duplicate_labels",
@@ -138,6 +142,7 @@ __all__ = [
     "offered_resources",
     "open_comm",
     "original_dir",
+    "parser_actions",
     "persisted_frame",
     "plc_of",
     "retire_workers",
@@ -150,6 +155,7 @@ __all__ = [
     "set_device_spill_limit",
     "setting_before_import",
     "show_structured_traceback",
+    "starts_a_message",
     "string_parts",
     "string_plc_column",
     "submit_on_scheduler",

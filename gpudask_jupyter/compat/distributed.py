@@ -17,6 +17,7 @@ BOUNDED = "Client.sync(asynchronous=..., callback_timeout=...) behind Client.run
 RUN = "Client.run(..., on_error=...) through Client.sync"
 RETIRE = "Client.retire_workers(**kwargs) through Client.sync"
 HANDSHAKE = "Comm.handshake_info() and Comm.handshake_configuration(local, remote)"
+FRAMES = "a TCP message's start: its length, then its number of frames (8-byte integers)"
 RUN_FUNCTION = "the scheduler's run_function handler"
 SCHEDULER = "the scheduler's state (task groups and prefixes, workers, tasks, unrunnable, ...)"
 TASK_STREAM = "Scheduler._task_stream_plugin()"
@@ -28,6 +29,29 @@ NANNY_SEED = "the nanny's hash seed 6640 and its parent's pid variable"
 PRELOAD = "distributed.utils._forkserver_preload_set"
 
 
+#: how many bytes start a Dask message over TCP: its total length, then its number of frames,
+#: two 64-bit integers (``TCP.read`` reads the first, ``protocol.utils.unpack_frames`` the
+#: second; probed as :data:`FRAMES`)
+FRAME_HEADER = 16
+#: the most a first message (the handshake, a few small fields) is taken to be
+MAX_HANDSHAKE = 2**20
+
+
+def starts_a_message(first: bytes) -> bool:
+    """Whether ``first`` (at least :data:`FRAME_HEADER` bytes) starts a Dask message: a small
+    total length, then a frame count of a few, in either byte order. Standard library only:
+    the Jupyter server asks it too."""
+    import struct
+
+    if len(first) < FRAME_HEADER:
+        return False
+    for order in "<>":
+        total, frames = struct.unpack(f"{order}QQ", first[:FRAME_HEADER])
+        if 8 <= total <= MAX_HANDSHAKE and 1 <= frames <= 64:
+            return True
+    return False
+
+
 def needs() -> list[tuple[str, Any, str]]:
     """What this module calls, each with a check and what is done without it. (The probe's
     helpers are imported here, not at the top: this module travels by value to schedulers,
@@ -37,6 +61,8 @@ def needs() -> list[tuple[str, Any, str]]:
 
     from distributed import Client, Nanny, Security
     from distributed.comm.core import Comm
+    from distributed.comm.tcp import TCP
+    from distributed.protocol.utils import unpack_frames
     from distributed.scheduler import Scheduler, SchedulerState, TaskGroup, TaskState, WorkerState
 
     from .probing import sets, source_holds, takes
@@ -82,6 +108,15 @@ def needs() -> list[tuple[str, Any, str]]:
         (RUN, lambda: source_holds(Client.run, "on_error=on_error"), stop),
         (RETIRE, lambda: source_holds(Client.retire_workers, "**kwargs"), stop),
         (HANDSHAKE, lambda: takes(Comm.handshake_configuration, 2), views),
+        (
+            FRAMES,
+            lambda: (
+                source_holds(TCP.read, 'fmt = "Q"'),
+                source_holds(unpack_frames, 'fmt = "Q"'),
+            ),
+            "attach and join take a Dask scheduler for something else, and say so, until "
+            "distributed's own handshake answers",
+        ),
         (RUN_FUNCTION, lambda: sets(Scheduler, "run_function"), views),
         (SCHEDULER, state, views),
         (TASK_STREAM, lambda: takes(Scheduler._task_stream_plugin, 1), views),

@@ -8,6 +8,7 @@ distributed names its own, so the workers' start is unchanged).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 from typing import Any
@@ -20,12 +21,14 @@ TRACKER = "multiprocessing.resource_tracker._resource_tracker's _lock, _fd and _
 LAUNCH = "multiprocessing.forkserver.ensure_running()"
 COMMAND = "the fork server's command line (from multiprocessing.forkserver import main)"
 ORIGINAL_DIR = "multiprocessing.process.ORIGINAL_DIR"
+ACTIONS = "argparse.ArgumentParser._actions"
 #: what launching the workers' fork server ahead needs of Python
 FORK_SERVER = (LAUNCH, COMMAND, ORIGINAL_DIR)
 
 
 def needs() -> list[NeedTuple]:
     """What this module calls, each with a check and what is done without it."""
+    import argparse
     from multiprocessing import forkserver, process, resource_tracker
 
     def tracker() -> None:
@@ -47,6 +50,11 @@ def needs() -> list[NeedTuple]:
             spawned,
         ),
         (ORIGINAL_DIR, lambda: has_path(process, "ORIGINAL_DIR"), spawned),
+        (
+            ACTIONS,
+            lambda: has_path(argparse.ArgumentParser(add_help=False), "_actions"),
+            "tab completion offers the subcommands, not their options",
+        ),
     ]
 
 
@@ -97,3 +105,13 @@ def original_dir() -> str | None:
     from multiprocessing import process
 
     return getattr(process, "ORIGINAL_DIR", None)
+
+
+def parser_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The options and positionals ``parser`` knows, for tab completion: argparse keeps them in
+    ``_actions`` (private; probed) and offers no public list; empty where it is gone."""
+    from .probes import usable
+
+    if not usable(DISTRIBUTION, ACTIONS):
+        return []
+    return list(parser._actions)

@@ -14,6 +14,7 @@ import argparse
 import logging
 from typing import Any
 
+from .. import compat
 from . import parsers
 
 log = logging.getLogger(__name__)
@@ -21,11 +22,11 @@ log = logging.getLogger(__name__)
 MAGIC = "%gpu_cluster"
 
 
-def _actions(sub: str) -> list[argparse.Action]:
+def _subcommand_actions(sub: str) -> list[argparse.Action]:
     spec = parsers.SUBCOMMANDS.get(sub)
     if spec is None:
         return []
-    return list(parsers.parser_of(spec)._actions)
+    return compat.parser_actions(parsers.parser_of(spec))
 
 
 def candidates(text_until_cursor: str) -> list[str]:
@@ -35,7 +36,7 @@ def candidates(text_until_cursor: str) -> list[str]:
     finished = text_until_cursor.endswith((" ", "\t"))
     if not typed or (len(typed) == 1 and not finished):
         return list(parsers.SUBCOMMANDS)
-    actions = _actions(typed[0])
+    actions = _subcommand_actions(typed[0])
     previous = typed[-1] if finished else (typed[-2] if len(typed) > 1 else "")
     for action in actions:
         if previous in action.option_strings and action.nargs != 0:

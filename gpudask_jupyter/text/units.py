@@ -1,7 +1,9 @@
 """Parsing and formatting of sizes and durations for messages and options.
 
-Kept free of dask so that formatting a summary never imports it; the accepted spellings follow
-``dask.utils.parse_bytes`` ("16GB", "16 GiB", "512MiB", plain integers): one syntax to learn.
+Parsing is dask's own (``dask.utils.parse_bytes`` and ``parse_timedelta``): one syntax to learn,
+the one of Dask's configuration. Formatting is ours: three significant figures in binary units,
+what nvidia-smi users read, where dask's keeps two decimals; and formatting a summary never
+imports dask.
 """
 
 from __future__ import annotations
@@ -9,40 +11,28 @@ from __future__ import annotations
 import math
 import re
 
-_BYTE_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 10**3,
-    "kb": 10**3,
-    "m": 10**6,
-    "mb": 10**6,
-    "g": 10**9,
-    "gb": 10**9,
-    "t": 10**12,
-    "tb": 10**12,
-    "p": 10**15,
-    "pb": 10**15,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-    "pib": 2**50,
-}
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
-
 
 def parse_bytes(text: str | int | float) -> int:
-    """Bytes from "16GB", "1.5 GiB", "4096" or a number; ``ValueError`` names the bad text."""
+    """Bytes from "16GB", "1.5 GiB", "4096" or a number, as ``dask.utils.parse_bytes`` reads
+    them (imported here, not at the top: formatting never needs dask); ``ValueError`` names the
+    bad text, and a negative or endless size is refused, which dask lets through."""
     if isinstance(text, bool):
         raise ValueError(f"not a size: {text!r}")
     if isinstance(text, int | float):
         if text < 0 or not math.isfinite(text):
             raise ValueError(f"not a size: {text!r}")
         return int(text)
-    match = _SIZE.match(text)
-    if not match or match.group(2).lower() not in _BYTE_UNITS:
-        raise ValueError(f"not a size: {text!r} (examples: 16GB, 512MiB, 1e9)")
-    return int(float(match.group(1)) * _BYTE_UNITS[match.group(2).lower()])
+    from dask.utils import parse_bytes as dask_parse_bytes
+
+    try:
+        if not any(c.isdigit() for c in text):  # dask reads "" and "kB" as one of the unit
+            raise ValueError(text)
+        value = dask_parse_bytes(text)
+    except (ValueError, KeyError, OverflowError) as err:
+        raise ValueError(f"not a size: {text!r} (examples: 16GB, 512MiB, 1e9)") from err
+    if value < 0:
+        raise ValueError(f"not a size: {text!r}")
+    return int(value)
 
 
 def format_bytes(n: float | None) -> str:
@@ -74,21 +64,25 @@ def format_seconds(s: float | None) -> str:
     return f"{s / 60:.3g} min"
 
 
-_DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*$", re.IGNORECASE)
+#: the spellings README and help texts have always shown, which dask does not read
+_DURATION_ALIASES = re.compile(r"(?<=[0-9\s])(min|mins|sec|secs)\s*$", re.IGNORECASE)
 
 
 def parse_seconds(text: str | float | int) -> float:
-    """Seconds from "10s", "500ms", "2min" or a number; ``ValueError`` names the bad text."""
+    """Seconds from "10s", "500ms", "2min" or a number, as ``dask.utils.parse_timedelta`` reads
+    them (plus "min" and "sec"); ``ValueError`` names the bad text."""
     if isinstance(text, bool):
         raise ValueError(f"not a duration: {text!r}")
     if isinstance(text, int | float):
         value = float(text)
     else:
-        match = _DURATION.match(text)
-        if not match or match.group(2).lower() not in _DURATION_UNITS:
-            raise ValueError(f"not a duration: {text!r} (examples: 10s, 500ms, 2min)")
-        value = float(match.group(1)) * _DURATION_UNITS[match.group(2).lower()]
+        from dask.utils import parse_timedelta
+
+        spelled = _DURATION_ALIASES.sub(lambda m: m.group(1)[0].lower(), text.strip())
+        try:
+            value = float(parse_timedelta(spelled, default="seconds"))
+        except (ValueError, KeyError, TypeError, OverflowError) as err:
+            raise ValueError(f"not a duration: {text!r} (examples: 10s, 500ms, 2min)") from err
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"not a duration: {text!r}")
     return value

@@ -249,8 +249,7 @@ PUBLIC_UNDERSCORED = {"os._exit"}
 def _private_reaches(text: str) -> list[str]:
     """Where code reaches another library's private name through that library's module: an
     attribute with one leading underscore of a name it imported from outside the package, or
-    such a name imported itself (what an object's own private attributes are, this cannot see:
-    those are kept in compat by review)."""
+    such a name imported itself (an object's private attributes: :func:`_private_attributes`)."""
     tree = ast.parse(text)
     imported: set[str] = set()
     found = []
@@ -302,3 +301,53 @@ def test_the_private_name_check_finds_them() -> None:
         "rt._resource_tracker._fd",
         "util._args_from_interpreter_flags",
     ]
+
+
+def _own_names(trees: list[ast.AST]) -> set[str]:
+    """Every name the package defines: functions, classes, attributes and variables it stores,
+    arguments, keywords and the names it imports under."""
+    own: set[str] = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                own.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                own.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                own.add(node.id)
+            elif isinstance(node, ast.alias):
+                own.add(node.asname or node.name.rpartition(".")[2])
+            elif isinstance(node, ast.arg) or (isinstance(node, ast.keyword) and node.arg):
+                own.add(node.arg)
+    return own
+
+
+def _private_attributes(tree: ast.AST, own: set[str]) -> list[str]:
+    """Where code reads a private attribute of an object that no code of the package defines
+    (``parser._actions``): another library's, reached through one of its objects."""
+    return [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and node.attr not in own
+        and ast.unparse(node) not in PUBLIC_UNDERSCORED
+    ]
+
+
+def test_no_private_attribute_of_a_library_object_is_read_outside_compat() -> None:
+    trees = {name: ast.parse(path.read_text()) for name, path in _modules().items()}
+    own = _own_names(list(trees.values()))
+    reaches = {
+        name: found
+        for name, tree in trees.items()
+        if ".compat" not in name and (found := _private_attributes(tree, own))
+    }
+    assert reaches == {}
+
+
+def test_the_private_attribute_check_finds_them() -> None:
+    ours = ast.parse("class A:\n    def _mine(self):\n        self._kept = 1\n")
+    text = ast.parse("def f(parser, a):\n    a._mine(); a._kept\n    return parser._actions\n")
+    assert _private_attributes(text, _own_names([ours, text])) == ["parser._actions"]

@@ -181,3 +181,28 @@ def test_tls_with_the_wrong_certificates_or_to_a_plain_scheduler(shell, tmp_path
         with pytest.raises(UsageError, match="a Dask scheduler answers there without TLS"):
             shell.run_line_magic("gpu_cluster", f"attach {as_tls} {files} --timeout 3s")
         assert session.current() is None
+
+
+def test_distributed_alone_waits_on_a_silent_port_past_its_timeout(silent_port: int) -> None:
+    """Why :mod:`gpudask_jupyter.cluster.handshake` exists: ``distributed.comm.connect`` bounds
+    the TCP connect by its timeout, then waits for the peer's handshake with no limit. When this
+    fails, distributed bounds it again, and the check of our own can go (keeping only the naming
+    of an HTTP server or a dashboard port)."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def attempt() -> str:
+        try:
+            comm = await asyncio.wait_for(
+                connect(f"tcp://127.0.0.1:{silent_port}", timeout=0.5), 0.5 * 6
+            )
+        except TimeoutError:
+            return "still waiting"  # cancelled by us, five timeouts after its own ran out
+        except OSError as err:
+            return f"bounded: {err}"
+        await comm.close()
+        return "connected"
+
+    assert asyncio.run(attempt()) == "still waiting"
+    assert _open_to(silent_port) == []

@@ -14,10 +14,22 @@ def test_parse_bytes(text: str | int, value: int) -> None:
     assert parse_bytes(text) == value
 
 
-@pytest.mark.parametrize("text", ["lots", "-1", "5 parsecs", ""])
+@pytest.mark.parametrize("text", ["lots", "-1", "5 parsecs", "", "kB", "1e999"])
 def test_parse_bytes_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="not a size"):
         parse_bytes(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1.5h", 5400), ("2 minutes", 120), ("250us", 250e-6), ("10 sec", 10), ("3", 3)],
+)
+def test_durations_are_read_as_dask_reads_them(text: str, value: float) -> None:
+    import dask.utils
+
+    assert parse_seconds(text) == pytest.approx(value)
+    if "sec" not in text:  # "10 sec" and "2min" are ours beside dask's "10s", "2m"
+        assert parse_seconds(text) == pytest.approx(dask.utils.parse_timedelta(text))
 
 
 def test_seconds_and_format() -> None:
