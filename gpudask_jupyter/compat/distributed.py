@@ -63,6 +63,10 @@ def needs() -> list[tuple[str, Any, str]]:
     from distributed.comm.core import Comm
     from distributed.comm.tcp import TCP
     from distributed.protocol.utils import unpack_frames
+
+    def frames() -> None:
+        source_holds(TCP.read, 'fmt = "Q"')
+        source_holds(unpack_frames, 'fmt = "Q"')
     from distributed.scheduler import Scheduler, SchedulerState, TaskGroup, TaskState, WorkerState
 
     from .probing import sets, source_holds, takes
@@ -110,10 +114,7 @@ def needs() -> list[tuple[str, Any, str]]:
         (HANDSHAKE, lambda: takes(Comm.handshake_configuration, 2), views),
         (
             FRAMES,
-            lambda: (
-                source_holds(TCP.read, 'fmt = "Q"'),
-                source_holds(unpack_frames, 'fmt = "Q"'),
-            ),
+            frames,
             "attach and join take a Dask scheduler for something else, and say so, until "
             "distributed's own handshake answers",
         ),
