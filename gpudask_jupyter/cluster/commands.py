@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ClusterError
 from . import gateway, logs, operations, room, security
 from .connect import check_answers
 from .join import Retirement
@@ -223,18 +222,10 @@ def stop(keep: bool = False) -> tuple[ClusterSession | None, Retirement | None]:
         operations.wait_pending()
         return None, None
     if keep:
-        if session.gateway is None:
-            raise ClusterError(
-                "stop --keep is for a cluster of dask-gateway, which runs without this kernel; "
-                "this one ends with %gpu_cluster stop"
-            )
-        session.gateway.keep = True
+        session.kind.keep_running()
 
     def work(operation: operations.Operation[Retirement | None]) -> Retirement | None:
-        if session.mode == "joined":
-            return session.leave()
-        session.close()
-        return None
+        return session.kind.stop(session)
 
     return session, operations.run("stop", work)
 

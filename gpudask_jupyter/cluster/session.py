@@ -7,7 +7,9 @@ started is closed again, worker processes included, whatever state the client an
 in (``stop``, ``%unload_ext``, the kernel's shutdown request or SIGTERM through
 :mod:`..lifecycle.shutdown`, interpreter exit). A cluster this kernel merely attached to is never
 shut down from here, only disconnected from; one it joined is left by its own workers alone
-(:mod:`.join`). What to start (which GPUs, which fallback, which keywords) is decided in
+(:mod:`.join`). What differs between these kinds of cluster, each session asks its kind
+(:mod:`.kinds`); what they share (the client, the registry entry, the room, the order of a
+close) is here. What to start (which GPUs, which fallback, which keywords) is decided in
 :mod:`.options`, who may reach it in :mod:`.security`; the library's objects are made and closed by
 :mod:`.connect`; :mod:`.tables` describes a session and knows nothing of this module.
 
@@ -35,12 +37,10 @@ from ..gpu_time import kernel as gpu_time
 from ..machine import nvml, processes
 from ..registry.kernel_id import kernel_id
 from ..text.units import format_seconds
-from . import gpus, logs, room
+from . import kinds, logs, room
 from .connect import (
     close_quietly,
     connect,
-    dashboard_link,
-    http_routes,
     launch,
     prune_registry,
     wait_for_count,
@@ -48,12 +48,12 @@ from .connect import (
 )
 from .gateway import GatewayCluster
 from .gpu_bindings import GpuBindings
-from .join import QUICK_RETIRE, JoinedWorkers, Retirement, worker_name
+from .join import JoinedWorkers, Retirement, worker_name
+from .kinds import Kind
 from .options import (
     ATTACH_TIMEOUT,
     LEAVE_TIMEOUT,
     StartOptions,
-    check_cpu_workers,
     temporary_tls,
 )
 from .room import caps as room_caps
@@ -61,11 +61,9 @@ from .room import holder as room_holder
 from .security import Access
 from .target import AttachTarget
 from .worker_processes import (
-    ENDING_GRACE,
     IpyMainGuard,
     WorkerPids,
     end_resource_tracker,
-    no_restarts,
 )
 
 log = logging.getLogger(__name__)
@@ -92,23 +90,22 @@ class ClusterSession:
     ----------
     client : distributed.Client
         The client of the cluster's scheduler.
-    cluster : distributed.LocalCluster or dask_cuda.LocalCUDACluster, optional
-        The cluster this kernel started; None for one attached to, joined, or of dask-gateway.
+    kind : Kind
+        What kind of cluster it is, and what differs with that: a cluster this kernel started
+        (:class:`~.kinds.Started`), attached to (:class:`~.kinds.Attached`), lent its GPUs to
+        (:class:`~.kinds.Joined`) or got from dask-gateway (:class:`~.kinds.Gateway`).
     devices : list
         The GPUs (NVML devices) of this kernel's workers, one each; empty for CPU workers and
         for a cluster attached to.
-    cpu_reason : str, default ""
-        Why this kernel's workers are CPU workers ("" with GPUs).
     tls_files : dict of str to str, optional
         The TLS files clients of the cluster use, by role, as the registry records them.
-    access : Access, optional
-        Who can reach a cluster this kernel started; None for one attached to, where that was
-        decided.
 
     Attributes
     ----------
     client : distributed.Client
         The ``Client`` the magic returns, made the default.
+    kind : Kind
+        Its kind, as given.
     mode : str
         ``"gpu"``, ``"cpu"`` (a local fallback cluster), ``"attached"``, ``"joined"`` or
         ``"gateway"``.
@@ -144,24 +141,17 @@ class ClusterSession:
     def __init__(
         self,
         client: Any,
-        cluster: Any | None,
+        kind: Kind,
         devices: list[nvml.Device],
-        cpu_reason: str = "",
         tls_files: dict[str, str] | None = None,
-        access: Access | None = None,
     ) -> None:
         self.client = client
-        self.cluster = cluster
+        self.kind = kind
         self.devices = devices
-        self.cpu_reason = cpu_reason
         self.tls_files = tls_files
-        self.access = access  # None for an attached cluster: who reaches it was decided there
-        self.joined: JoinedWorkers | None = None  # the workers this kernel lent (join)
-        self.gateway: GatewayCluster | None = None  # a cluster of dask-gateway
         self.room: room.Held | None = None  # its place on a shared machine
         self.kernel_id = kernel_id()
         self.gpu_bindings = GpuBindings()
-        self.cpu_workers_allowed: int | None = None  # beyond the cores: --oversubscribe
         self.pids = WorkerPids()
         self.main_guard = IpyMainGuard()
         # kept: once the client is closed its ``scheduler`` is None, and stop must still say it
@@ -232,17 +222,15 @@ class ClusterSession:
         except BaseException:
             guard.release()
             raise
-        session = cls(client, cluster, plan.devices, plan.reason, tls_files, access)
+        allowed = opts.n_workers if opts.oversubscribe else None
+        kind = kinds.Started(cluster, plan.devices, access, plan.reason, allowed)
+        session = cls(client, kind, plan.devices, tls_files)
         session.main_guard = guard
         session.room = plan.room
-        if opts.oversubscribe:
-            session.cpu_workers_allowed = opts.n_workers
         session.pids.note(cluster)
         session.note_room()
         _record_tasks(client)
         gpu_time.install(client)
-        if access.dashboard is None:
-            session._dashboard = ""  # the scheduler's HTTP port answers a health check only
         session._register()
         _set_current(session)
         return session
@@ -306,7 +294,7 @@ class ClusterSession:
         """
         prune_registry()
         client = connect(target, timeout, cancelled=cancelled)
-        session = cls(client, None, [], tls_files=target.tls_files())
+        session = cls(client, kinds.Attached(), [], tls_files=target.tls_files())
         gpu_time.install(client)
         session._register()
         _set_current(session)
@@ -330,9 +318,8 @@ class ClusterSession:
             registry.remove_tls(kernel_id())
             made.close(timeout)
             raise
-        session = cls(client, None, [], tls_files=tls)
+        session = cls(client, kinds.Gateway(made), [], tls_files=tls)
         gpu_time.install(client)
-        session.gateway = made
         session._register()
         _set_current(session)
         return session
@@ -400,8 +387,8 @@ class ClusterSession:
         except BaseException:
             close_quietly(client, 10)
             raise
-        session = cls(client, None, plan.devices, plan.reason, tls_files=plan.target.tls_files())
-        session.joined = joined
+        kind = kinds.Joined(joined, plan.reason)
+        session = cls(client, kind, plan.devices, tls_files=plan.target.tls_files())
         session.room = plan.room
         gpu_time.install(client)
         joined.on_change = session._register  # the server marks our workers by their addresses
@@ -440,13 +427,7 @@ class ClusterSession:
     @property
     def mode(self) -> str:
         """ "gpu", "cpu" (a local fallback cluster), "attached", "joined" or "gateway"."""
-        if self.gateway is not None:
-            return "gateway"
-        if self.joined is not None:
-            return "joined"
-        if self.cluster is None:
-            return "attached"
-        return "gpu" if self.devices else "cpu"
+        return self.kind.mode
 
     @property
     def address(self) -> str:
@@ -454,11 +435,8 @@ class ClusterSession:
 
     @property
     def dashboard_link(self) -> str | None:
-        if self._dashboard is None and self.gateway is not None:
-            self._dashboard = self.gateway.dashboard_link or ""
         if self._dashboard is None:
-            target = self.cluster if self.cluster is not None else self.client
-            self._dashboard = dashboard_link(target) or ""
+            self._dashboard = self.kind.dashboard(self) or ""
         return self._dashboard or None
 
     @property
@@ -478,18 +456,7 @@ class ClusterSession:
             if status in {"closed", "closing"}
             else "the scheduler does not answer (it stopped, or the connection broke)"
         )
-        if self.gateway is not None:
-            state = "reachable"
-            after = (
-                f"asks dask-gateway at {self.gateway.address} to shut it down and forgets it; "
-                "then start"
-            )
-        elif self.cluster is not None:
-            state, after = "usable", "ends what is left of it (workers included); then start it"
-        elif self.joined is not None:
-            state, after = "reachable", "ends this kernel's workers and forgets it; then join"
-        else:
-            state, after = "reachable", "forgets it; then attach"
+        state, after = self.kind.gone()
         return (
             f"The cluster at {self.address} is no longer {state}: {why}. "
             f"%gpu_cluster stop {after} again."
@@ -553,7 +520,7 @@ class ClusterSession:
             tls=self.tls_files,
             started=processes.process_started(os.getpid()),
             created=self._created,
-            workers=self.joined.addresses() if self.joined is not None else None,
+            workers=self.kind.workers_of_kernel(),
         )
         try:
             registry.write(entry)
@@ -594,40 +561,7 @@ class ClusterSession:
 
         >>> require_current().scale(1)  # doctest: +SKIP
         """
-        if self.gateway is not None:
-            if not self.alive:
-                raise ClusterError(self.gone())
-            timeout = float(config.get("startup-timeout"))
-            self.gateway.scale(n, timeout)
-            wait_for_count(lambda: len(self.workers()), n, timeout)
-            return
-        if self.cluster is None:
-            instead = (
-                "%gpu_cluster leave, then join again with --n-workers N"
-                if self.joined
-                else "add or remove workers where that cluster was started (dask cuda worker, "
-                "your job scheduler, dask-gateway ...)"
-            )
-            raise ClusterError(
-                f"This kernel {'joined its workers to' if self.joined else 'attached to'} "
-                f"{self.address} and did not start it, so it cannot scale it; {instead}."
-            )
-        if not self.alive:
-            raise ClusterError(self.gone())
-        if self.devices and n > len(self.devices):
-            raise ClusterError(
-                f"scale {n}: this cluster has {len(self.devices)} GPU(s) "
-                f"({', '.join(gpus.identifier(d) for d in self.devices)}), one worker each; "
-                "start it with more --gpus to go further"
-            )
-        if not self.devices:
-            check_cpu_workers(n, "scale", self.cpu_workers_allowed)
-        # the nannies are made on the cluster's loop while we wait: the routes hold until then
-        with http_routes(self.access is None or self.access.dashboard is not None):
-            self.cluster.scale(n)
-            wait_for_count(lambda: len(self.workers()), n, float(config.get("startup-timeout")))
-        self.pids.note(self.cluster)
-        self.note_room()
+        self.kind.scale(self, n)
 
     def adapt(self, minimum: int, maximum: int) -> None:
         """Let dask-gateway scale the cluster between ``minimum`` and ``maximum`` workers.
@@ -656,14 +590,7 @@ class ClusterSession:
 
         >>> require_current().adapt(1, 8)  # after start --gateway  # doctest: +SKIP
         """
-        if self.gateway is None:
-            raise ClusterError(
-                "Adaptive scaling is offered for clusters of dask-gateway (start --gateway); "
-                "this kernel's cluster takes %gpu_cluster scale N."
-            )
-        if minimum > maximum:
-            raise ClusterError(f"scale --adapt {minimum} {maximum}: MIN is above MAX")
-        self.gateway.adapt(minimum, maximum, float(config.get("startup-timeout")))
+        self.kind.adapt(self, minimum, maximum)
 
     def restart(self) -> None:
         """Restart the workers (frees their host and GPU memory), keeping the cluster: only
@@ -692,15 +619,9 @@ class ClusterSession:
             raise ClusterError(self.gone())
         timeout = float(config.get("startup-timeout"))
         try:
-            if self.joined is not None:
-                self.client.restart_workers(self.joined.addresses(), timeout=timeout)
-            else:
-                self.client.restart(timeout=timeout)
+            self.kind.restart(self, timeout)
         except Exception as err:
             raise ClusterError(f"Restart failed: {type(err).__name__}: {err}") from err
-        if self.cluster is not None:
-            self.pids.note(self.cluster)
-            self.note_room()
 
     def leave(self, timeout: float = LEAVE_TIMEOUT) -> Retirement:
         """Retire this kernel's workers from the scheduler it joined (the scheduler moves their
@@ -741,15 +662,7 @@ class ClusterSession:
         2 workers of this kernel left the cluster at tcp://10.0.0.5:8786; the scheduler moved
         the data they held to its other workers first.
         """
-        if self.joined is None:
-            stop = "disconnects from it" if self.cluster is None else "ends this kernel's cluster"
-            raise ClusterError(
-                f"This kernel did not join {self.address}: leave is for a cluster joined with "
-                f"%gpu_cluster join. %gpu_cluster stop {stop}."
-            )
-        retirement = self.joined.leave(self.client if self.alive else None, timeout)
-        self.close()
-        return retirement
+        return self.kind.leave(self, timeout)
 
     def _note_stopped(self) -> None:
         """Leave the stop's time where the entry was, for the server's sidebar to show the
@@ -800,23 +713,12 @@ class ClusterSession:
             _before_close(self)
         self._closed = True
         self.stopped_at = time.time()
-        if self.joined is not None:
-            self.joined.stop_watching()  # it would write the entry again
+        self.kind.quiet()
         self._note_stopped()
         registry.remove_entry(self.kernel_id)  # the sidebar lets go of it at once
-        if self.joined is not None:
-            self.joined.leave(self.client if alive else None, QUICK_RETIRE)
-        if self.cluster is not None:
-            self.pids.note(self.cluster)
-            if lifecycle.ending():  # no task's end is awaited: nothing will use the cluster
-                no_restarts(self.cluster)  # the nannies first: no worker is respawned
-                self.pids.end_leftovers(ENDING_GRACE, "the kernel is going away")
+        self.kind.let_go(self, alive)
         close_quietly(self.client, 10)
-        if self.gateway is not None:
-            self.gateway.close(float(config.get("startup-timeout")))
-        if self.cluster is not None:
-            close_quietly(self.cluster, 30)
-            self.pids.end_leftovers()
+        self.kind.end(self)
         # the TLS files last: a nanny restarting its worker until the end still reads them
         registry.remove_tls(self.kernel_id)
         if release_room:

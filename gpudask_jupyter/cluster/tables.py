@@ -29,35 +29,11 @@ Workers = dict[str, dict[str, Any]]
 #: seconds the status waits for the scheduler to count the tasks waiting for a resource
 CALL_TIMEOUT = 5.0
 
-_MODE_TITLES = {
-    "gpu": "GPU cluster",
-    "cpu": "CPU cluster (no GPU)",
-    "attached": "Attached cluster",
-    "joined": "Joined cluster",
-    "gateway": "dask-gateway cluster",
-}
-
 
 def summary_table(session: ClusterSession) -> Table:
     """What was started or attached to: each worker and its GPU, and the dashboard link."""
     workers = _workers(session)
-    n = len(workers)
-    if session.mode == "gpu":
-        title = f"GPU Dask cluster: {n} worker{'s' * (n != 1)}, one per GPU"
-    elif session.mode == "cpu":
-        title = f"CPU Dask cluster (no GPU): {n} worker{'s' * (n != 1)}"
-    elif session.mode == "joined":
-        ours = sum(session.joined.owns(address) for address in workers) if session.joined else 0
-        title = (
-            f"Joined {session.address}: {ours} worker{'s' * (ours != 1)} of this kernel, {n} in all"
-        )
-    elif session.gateway is not None:
-        title = (
-            f"dask-gateway cluster {session.gateway.name} at {session.gateway.address}: "
-            f"{n} worker{'s' * (n != 1)}"
-        )
-    else:
-        title = f"Attached to {session.address}: {n} worker{'s' * (n != 1)}"
+    title = session.kind.title(session, workers)
     gpu_columns = ["GPU", "UUID", "GPU memory"] if session.mode != "cpu" else []
     resources = any(identity.get("resources") for identity in workers.values())
     extra = ["resources"] if resources else []
@@ -100,24 +76,7 @@ def _gpu_dashes(without: int, workers: int) -> list[str]:
 def reach(session: ClusterSession) -> str:
     """One line on who can reach the cluster (and its dashboard), and this kernel's workers in
     a cluster it joined, for the summary."""
-    if session.access is not None:
-        return session.access.reach(session.dashboard_link)
-    if session.gateway is not None:
-        return (
-            "connected with TLS credentials dask-gateway made for this cluster alone and handed "
-            "to you; who else may use it is the gateway's to decide (by default, nobody else)"
-        )
-    how = "TLS, with the files given" if session.tls_files else "plain TCP"
-    line = f"connected with {how}; who else can reach it was decided where it was started"
-    if session.joined is None:
-        return line
-    where = session.joined.host or "this machine"
-    workers = (
-        "only holders of a certificate of that TLS authority"
-        if session.tls_files
-        else f"anyone who can reach {where} (plain TCP): they can run code as you"
-    )
-    return f"{line}; this kernel's workers, at {where}, take connections from {workers}"
+    return session.kind.reach(session)
 
 
 def status_table(session: ClusterSession) -> Table:
@@ -129,7 +88,7 @@ def status_table(session: ClusterSession) -> Table:
     gpu_columns = ["GPU", "GPU util", "GPU memory"] if session.mode != "cpu" else []
     columns = ["worker", *_whose_column(session), "host", *gpu_columns, "host memory", "threads"]
     table = Table(
-        f"{_MODE_TITLES[session.mode]} at {session.address}: {n} worker{'s' * (n != 1)}",
+        f"{session.kind.heading} at {session.address}: {n} worker{'s' * (n != 1)}",
         [*columns, f"tasks {' / '.join(WORKER_COUNTS.values())}"],
     )
     for address, identity in workers.items():
@@ -209,14 +168,14 @@ def _workers(session: ClusterSession) -> Workers:
 
 def _whose_column(session: ClusterSession) -> list[str]:
     """A joined cluster's tables say whose each worker is; the others' are all or none ours."""
-    return ["whose"] if session.joined is not None else []
+    return ["whose"] if session.kind.mixed else []
 
 
 def _worker_cells(session: ClusterSession, address: str, identity: dict[str, Any]) -> list[object]:
     name = identity.get("name", address)
-    if session.joined is None:
+    if not session.kind.mixed:
         return [name, identity.get("host", "")]
-    whose = "this kernel" if session.joined.owns(address) else "others"
+    whose = "this kernel" if session.kind.owns(address) else "others"
     return [name, whose, identity.get("host", "")]
 
 
@@ -239,14 +198,7 @@ def _with_links_and_notes(table: Table, session: ClusterSession, *notes: str) ->
         from .room import holder
 
         table.notes.append(holder.describe(session.room, cpu_workers=session.mode == "cpu"))
-    if session.mode == "cpu":
-        table.notes.append(f"no GPU: {session.cpu_reason}")
-    if session.joined is not None:
-        if session.cpu_reason:
-            table.notes.append(f"this kernel's workers are CPU workers: {session.cpu_reason}")
-        table.notes.append(
-            "%gpu_cluster leave retires this kernel's workers (their data moves to the others)"
-        )
+    table.notes.extend(session.kind.notes(session))
     return table
 
 

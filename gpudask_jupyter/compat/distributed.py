@@ -67,6 +67,7 @@ def needs() -> list[tuple[str, Any, str]]:
     def frames() -> None:
         source_holds(TCP.read, 'fmt = "Q"')
         source_holds(unpack_frames, 'fmt = "Q"')
+
     from distributed.scheduler import Scheduler, SchedulerState, TaskGroup, TaskState, WorkerState
 
     from .probing import sets, source_holds, takes

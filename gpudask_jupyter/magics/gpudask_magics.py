@@ -348,22 +348,8 @@ class GpuDaskMagics(Magics):
         session, retirement = commands.stop(args.keep)
         if session is None:
             print("No cluster to stop.")
-        elif session.gateway is not None and session.gateway.keep:
-            print(
-                f"Disconnected; dask-gateway at {session.gateway.address} keeps the cluster "
-                f"{session.gateway.name} running (its idle timeout ends it if nobody comes back). "
-                f"Come back with %gpu_cluster attach --gateway {session.gateway.name}"
-            )
-        elif session.gateway is not None and not session.gateway.started:
-            print(f"Detached from {session.gateway.name}; dask-gateway keeps it running.")
-        elif session.gateway is not None:
-            print(f"Cluster {session.gateway.name} shut down by dask-gateway.")
-        elif retirement is not None:
-            print(retirement.describe(session.address), "This kernel is disconnected from it.")
-        elif session.mode == "attached":
-            print(f"Detached from {session.address}; that cluster keeps running.")
         else:
-            print("Cluster stopped; its workers are gone.")
+            print(session.kind.stopped(session, retirement))
         from ..cluster.room import holder
 
         kept = holder.current()

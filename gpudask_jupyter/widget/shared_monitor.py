@@ -40,7 +40,7 @@ def kernel_sources() -> dict[str, Source]:
             address=session.address,
             dashboard=session.dashboard_link,
             # a joined cluster: ours are the workers this kernel runs, looked up when asked
-            ours=session.joined.owns if session.joined is not None else None,
+            ours=session.kind.owns if session.kind.mixed else None,
             stopping=lambda: session.closing or cluster_session.current() is not session,
             stopped_at=lambda: session.stopped_at,
         )

@@ -128,8 +128,8 @@ def test_stop_ends_worker_processes_the_close_left(shell) -> None:
     def broken_close(timeout: float | None = None) -> None:
         raise RuntimeError("close failed")
 
-    real_close = session.cluster.close
-    session.cluster.close = broken_close
+    real_close = session.kind.cluster.close
+    session.kind.cluster.close = broken_close
     try:
         shell.run_line_magic("gpu_cluster", "stop")
         assert wait_gone(workers, timeout=15) == []

@@ -271,7 +271,7 @@ def test_another_user_cannot_use_a_default_cluster(
         here.wait()
     (entry,) = registry.read_all(runtime_dir).values()
     assert entry.tls is not None
-    http = session.current().cluster.scheduler.http_server.port
+    http = session.current().kind.cluster.scheduler.http_server.port
     result = act_as(
         other,
         address=client.scheduler.address,
@@ -310,7 +310,7 @@ def test_without_a_dashboard_the_http_ports_answer_only_health(shell) -> None:
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'true'")
     client = shell.run_line_magic("gpu_cluster", START)
     shell.run_line_magic("gpu_cluster", "scale 2")  # nannies made later get the same routes
-    ports = [session.current().cluster.scheduler.http_server.port]
+    ports = [session.current().kind.cluster.scheduler.http_server.port]
     ports += [w["services"]["dashboard"] for w in client.scheduler_info()["workers"].values()]
     assert len(ports) == 3
     for port in ports:

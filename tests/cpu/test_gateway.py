@@ -20,6 +20,7 @@ from support import free_port
 from support import run_cell as run
 
 from gpudask_jupyter import registry
+from gpudask_jupyter.cluster.kinds import Gateway
 
 pytestmark = [
     pytest.mark.timeout(300),
@@ -111,8 +112,8 @@ def test_gpus_ask_the_gateway_for_gpu_workers(shell: Any, hub_env: GatewayServer
     from gpudask_jupyter.cluster.session import current
 
     session = current()
-    assert session is not None and session.gateway is not None
-    assert session.gateway.options["worker_gpus"] == 1
+    assert session is not None and isinstance(session.kind, Gateway)
+    assert session.kind.made.options["worker_gpus"] == 1
     shell.run_line_magic("gpu_cluster", "stop")
 
 

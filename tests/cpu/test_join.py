@@ -23,6 +23,7 @@ from support import DaskProcesses, spawned_workers, wait_gone, write_tls_files
 from gpudask_jupyter import registry
 from gpudask_jupyter.cluster import join
 from gpudask_jupyter.cluster import session as cluster
+from gpudask_jupyter.cluster.kinds import Joined
 from gpudask_jupyter.monitor import Monitor
 from gpudask_jupyter.server.registry_monitor import RegistrySources
 from gpudask_jupyter.widget import shared_monitor
@@ -44,8 +45,8 @@ def _join(shell: Any, scheduler: DaskProcesses, extra: str = "") -> tuple[Any, l
         "gpu_cluster", f"join {scheduler.address} --n-workers 2 --memory-limit 1GB {extra}"
     )
     session = cluster.current()
-    assert session is not None and session.joined is not None
-    ours = session.joined.addresses()
+    assert session is not None and isinstance(session.kind, Joined)
+    ours = session.kind.workers.addresses()
     assert len(ours) == 2
     return client, ours
 
@@ -155,12 +156,12 @@ def test_a_worker_that_dies_comes_back_and_the_registry_follows(
 ) -> None:
     client, ours = _join(shell, scheduler)
     session = cluster.current()
-    assert session is not None and session.joined is not None
+    assert session is not None and isinstance(session.kind, Joined)
     victim = client.run(os.getpid, workers=[ours[0]])[ours[0]]
     os.kill(victim, signal.SIGKILL)  # its nanny starts another worker, at another address
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        now = session.joined.addresses()
+        now = session.kind.workers.addresses()
         (entry,) = registry.read_all(runtime_dir).values()
         if len(now) == 2 and ours[0] not in now and sorted(entry.workers or []) == sorted(now):
             break
@@ -215,7 +216,7 @@ def test_tls_join_to_a_tls_scheduler(shell, tmp_path: Path, capsys) -> None:
             f"--tls-cert {files['cert']} --tls-key {files['key']}",
         )
         assert "take connections from only holders of a certificate" in capsys.readouterr().out
-        (ours,) = cluster.current().joined.addresses()  # type: ignore[union-attr]
+        (ours,) = cluster.current().kind.workers.addresses()  # type: ignore[union-attr]
         assert ours.startswith("tls://")
         pid = client.submit(os.getpid, workers=[ours], pure=False).result()
         assert psutil.Process(pid).ppid() == os.getpid()
@@ -236,8 +237,8 @@ def test_a_second_join_is_refused_then_replaces(shell, scheduler: DaskProcesses,
     shell.run_line_magic("gpu_cluster", f"join {scheduler.address} --n-workers 1 --replace")
     assert wait_gone([psutil.Process(p) for p in pids if psutil.pid_exists(p)]) == []
     session = cluster.current()
-    assert session is not None and session.joined is not None
-    assert len(session.joined.addresses()) == 1
+    assert session is not None and isinstance(session.kind, Joined)
+    assert len(session.kind.workers.addresses()) == 1
 
 
 def test_restart_of_a_joined_cluster_restarts_only_this_kernels_workers(

@@ -15,6 +15,7 @@ from support import DaskProcesses, spawned_workers, wait_gone
 
 from gpudask_jupyter.cluster import gpus, worker_probe
 from gpudask_jupyter.cluster import session as cluster
+from gpudask_jupyter.cluster.kinds import Joined
 from gpudask_jupyter.machine import nvml
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
@@ -84,8 +85,8 @@ def test_one_worker_per_gpu_bound_to_the_gpu_it_is_named_after(
     client = shell.run_line_magic("gpu_cluster", f"join {scheduler.address}")
     assert f"{len(devices)} worker" in capsys.readouterr().out
     session = cluster.current()
-    assert session is not None and session.joined is not None
-    ours = session.joined.addresses()
+    assert session is not None and isinstance(session.kind, Joined)
+    ours = session.kind.workers.addresses()
     assert len(ours) == len(devices)
     workers = client.scheduler_info(n_workers=-1)["workers"]
     named = {a: devices[workers[a]["name"].rpartition("-gpu")[2]] for a in ours}
