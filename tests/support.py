@@ -378,7 +378,7 @@ def undertaker_of(kernel_pid: int) -> psutil.Process:
     (found,) = [
         p
         for p in psutil.Process(kernel_pid).children()
-        if "gpudask_jupyter.lifecycle.burial" in " ".join(p.cmdline())
+        if "gpudask_jupyter.remains.burial" in " ".join(p.cmdline())
     ]
     return found
 

@@ -16,7 +16,7 @@ scheduler may still be asked), :meth:`Kind.end` once it is closed.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .. import config, lifecycle
 from ..errors import ClusterError
@@ -26,16 +26,41 @@ from .gateway import GatewayCluster
 from .join import QUICK_RETIRE, JoinedWorkers, Retirement
 from .options import check_cpu_workers
 from .security import Access
-from .worker_processes import ENDING_GRACE, no_restarts
-
-if TYPE_CHECKING:
-    from .session import ClusterSession
+from .worker_processes import ENDING_GRACE, WorkerPids, no_restarts
 
 log = logging.getLogger(__name__)
 
 
 def _plural(n: int) -> str:
     return f"{n} worker{'s' * (n != 1)}"
+
+
+class ClusterSession(Protocol):
+    """What a kind asks of the session that holds it (:class:`.session.ClusterSession`, which
+    this module does not import: the session holds kinds, not the other way round)."""
+
+    client: Any
+    tls_files: dict[str, str] | None
+    pids: WorkerPids
+
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def alive(self) -> bool: ...
+
+    @property
+    def dashboard_link(self) -> str | None: ...
+
+    def gone(self) -> str: ...
+
+    def workers(self) -> dict[str, dict[str, Any]]: ...
+
+    def note_room(self) -> None: ...
+
+    def leave(self) -> Retirement: ...
+
+    def close(self) -> None: ...
 
 
 class Kind(Protocol):

@@ -824,7 +824,7 @@ class KernelSession:
         """Remove the session's registry entry at once: the first thing to do when the kernel
         is going away, since whatever comes next may be cut short by SIGKILL. Its TLS folder
         goes when the cluster has closed (its nannies read it until then), or, after a SIGKILL,
-        at the next ``%load_ext`` (:mod:`..lifecycle.leftovers`)."""
+        at the next ``%load_ext`` (:mod:`..remains.leftovers`)."""
         session = self._session
         if session is not None:
             registry.remove_entry(session.kernel_id)  # the TLS files stay until it closes

@@ -52,6 +52,18 @@ def starts_a_message(first: bytes) -> bool:
     return False
 
 
+def _frame_header() -> None:
+    """Raise unless distributed's TCP comm still reads a message's length, then its frame
+    count, as 8-byte integers (what :func:`starts_a_message` expects)."""
+    from distributed.comm.tcp import TCP
+    from distributed.protocol.utils import unpack_frames
+
+    from .probing import source_holds
+
+    source_holds(TCP.read, 'fmt = "Q"')
+    source_holds(unpack_frames, 'fmt = "Q"')
+
+
 def needs() -> list[tuple[str, Any, str]]:
     """What this module calls, each with a check and what is done without it. (The probe's
     helpers are imported here, not at the top: this module travels by value to schedulers,
@@ -61,13 +73,6 @@ def needs() -> list[tuple[str, Any, str]]:
 
     from distributed import Client, Nanny, Security
     from distributed.comm.core import Comm
-    from distributed.comm.tcp import TCP
-    from distributed.protocol.utils import unpack_frames
-
-    def frames() -> None:
-        source_holds(TCP.read, 'fmt = "Q"')
-        source_holds(unpack_frames, 'fmt = "Q"')
-
     from distributed.scheduler import Scheduler, SchedulerState, TaskGroup, TaskState, WorkerState
 
     from .probing import sets, source_holds, takes
@@ -115,7 +120,7 @@ def needs() -> list[tuple[str, Any, str]]:
         (HANDSHAKE, lambda: takes(Comm.handshake_configuration, 2), views),
         (
             FRAMES,
-            frames,
+            _frame_header,
             "attach and join take a Dask scheduler for something else, and say so, until "
             "distributed's own handshake answers",
         ),

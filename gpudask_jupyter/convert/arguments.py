@@ -61,7 +61,7 @@ def check_to_gpu(
         )
     if not _whole(device) or device < 0:
         raise ArgumentError(f"{say('device')} must be a GPU index, 0 or more (got {device!r})")
-    from .availability import device_count
+    from ..machine.availability import device_count
 
     count = device_count()
     if count and device >= count:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..machine.availability import reason
 from . import dask_collections, refusals
-from .availability import reason
 from .converter import Context, Converter, module_class
 
 

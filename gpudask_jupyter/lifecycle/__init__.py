@@ -1,7 +1,8 @@
 """What closes when (:mod:`.closers`: what %unload_ext closes, registered by the code that started
 it): the kernel's shutdown request and SIGTERM (:mod:`.shutdown`), Ctrl-C held to a command's
-checkpoints (:mod:`.interrupts`), what a killed kernel left (:mod:`.leftovers`,
-:mod:`.undertaker`), the threads that run every few seconds (:mod:`.periodic`).
+checkpoints (:mod:`.interrupts`), the process that removes what a kernel left once it ended
+(:mod:`.undertaker`; what it removes is :mod:`..remains`), the threads that run every few
+seconds (:mod:`.periodic`).
 """
 
 from __future__ import annotations

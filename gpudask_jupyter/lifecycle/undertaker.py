@@ -11,8 +11,9 @@ for the user's next login. So the first time the kernel makes such a file, it st
 process of its own session (out of reach of a signal to the kernel's process group) holding the
 read end of a pipe whose write end only the kernel holds: the kernel's end, however it comes,
 closes it, and the undertaker then removes what the kernel left, exactly as the next start would
-(:mod:`.leftovers`: only what names a process that no longer runs, only this user's), in
-:mod:`.burial`. The kernel tells it, over the same pipe, which directories its files went to.
+(:mod:`..remains.leftovers`: only what names a process that no longer runs, only this user's),
+in :mod:`..remains.burial`, a process started by module name (this folder imports nothing
+above it). The kernel tells it, over the same pipe, which directories its files went to.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class Undertaker:
                 [
                     sys.executable,
                     "-m",
-                    "gpudask_jupyter.lifecycle.burial",
+                    "gpudask_jupyter.remains.burial",
                     str(os.getpid()),
                     str(processes.process_started(os.getpid()) or 0),
                 ],

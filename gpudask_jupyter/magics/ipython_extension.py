@@ -25,7 +25,8 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     from ..cluster import prewarm
     from ..cluster.room import import_hook
     from ..gpu_time.kernel import kernel_cells
-    from ..lifecycle import leftovers, shutdown
+    from ..lifecycle import shutdown
+    from ..remains import leftovers
     from . import completion, out_of_memory
     from .gpudask_magics import GpuDaskMagics
 

@@ -3,7 +3,7 @@
 A kernel ended by SIGKILL (out of memory, a kill from the kernel manager after a shutdown that
 hung) leaves its registry entry, its TLS folder with the cluster's private key, shared-memory
 segments and a lease of the room; the next ``%load_ext`` of the same user removes them
-(:mod:`..lifecycle.leftovers`), but that may be days later. The Jupyter server runs as the same
+(:mod:`..remains.leftovers`), but that may be days later. The Jupyter server runs as the same
 user as its kernels, so it does the same tidy-up when it starts and every :data:`EVERY` seconds,
 on a daemon thread of its own, never on the server's event loop.
 """
@@ -21,7 +21,7 @@ _current: Periodic | None = None
 
 
 def _tidy() -> None:
-    from ..lifecycle import leftovers
+    from ..remains import leftovers
 
     leftovers.remove()
 

@@ -7,7 +7,7 @@ its own thread; each panel sends its views only what is new since the last frame
 message, and only while a view is there: the view says ``hello`` when it is drawn and ``bye``
 when it is disposed (re-running the cell, closing the output), so a panel nobody sees costs
 nothing, and the sampler stops with the last view. The views' buttons arrive as ``control``
-messages and run through :mod:`..magics.controls`. The first panel registers :func:`close_all` with
+messages and run through :mod:`..cluster.controls`. The first panel registers :func:`close_all` with
 :mod:`..lifecycle`, so ``%unload_ext`` closes every panel and stops the sampler.
 
 Where no widget front end exists (a terminal, ``jupyter console``), :func:`show_panel` prints a
@@ -275,7 +275,7 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
     def _control(self, content: dict[str, Any]) -> None:
         """A button of a view: run it (on the kernel's main thread, after any running cell:
         :mod:`.routing`) and answer with its result."""
-        from ..magics import controls
+        from ..cluster import controls
 
         ident: Any = content.get("id")  # echoed as the view sent it
         n = content.get("n")

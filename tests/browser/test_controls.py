@@ -1,6 +1,6 @@
 """The sidebar's cluster actions change the real cluster of the notebook's kernel: Scale to two
 workers, then Stop; each shows its progress and its result, and a cell run afterwards sees the
-change. The kernel side of the actions is gpudask_jupyter.magics.controls (run_json prints one
+change. The kernel side of the actions is gpudask_jupyter.cluster.controls (run_json prints one
 GPUDASK_CONTROL_RESULT line)."""
 
 from __future__ import annotations

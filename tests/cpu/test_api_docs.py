@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from gpudask_jupyter.convert import availability
+from gpudask_jupyter.machine import availability
 from gpudask_jupyter.widget import STATIC
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE

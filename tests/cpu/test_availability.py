@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from gpudask_jupyter import config
-from gpudask_jupyter.convert import availability, forget_notices
-from gpudask_jupyter.machine import nvml
+from gpudask_jupyter.convert import forget_notices
+from gpudask_jupyter.machine import availability, nvml
 
 driverless = pytest.mark.skipif(
     nvml.status().state

@@ -70,7 +70,7 @@ def test_a_size_that_cannot_be_read_is_unknown_and_logged(caplog) -> None:
 
 
 def test_a_failing_cuda_probe_is_a_reason_and_logged(caplog, monkeypatch) -> None:
-    from gpudask_jupyter.convert import availability
+    from gpudask_jupyter.machine import availability
 
     class Runtime:
         @staticmethod
@@ -85,7 +85,7 @@ def test_a_failing_cuda_probe_is_a_reason_and_logged(caplog, monkeypatch) -> Non
     config.set_override("nvml", False)  # NVML cannot tell: CUDA is asked
     nvml.reset()
     try:
-        with caplog.at_level(logging.DEBUG, logger="gpudask_jupyter.convert.availability"):
+        with caplog.at_level(logging.DEBUG, logger="gpudask_jupyter.machine.availability"):
             why = availability._check(())
     finally:
         config.clear_overrides()

@@ -251,7 +251,7 @@ def test_a_gpu_worker_that_cannot_cap_itself_does_not_run_on_a_share(
     own_lease: Lease, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gpudask_jupyter.cluster.room import worker_share
-    from gpudask_jupyter.convert import availability
+    from gpudask_jupyter.machine import availability
 
     monkeypatch.setattr(availability, "reason", lambda *modules: None)  # a GPU worker
     monkeypatch.setitem(sys.modules, "rmm", None)  # without RMM

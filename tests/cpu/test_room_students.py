@@ -241,7 +241,7 @@ def test_a_clock_step_leaves_every_live_kernels_files(
     package names a process by its start in clock ticks since boot, which does not move."""
     import psutil
 
-    from gpudask_jupyter.lifecycle import leftovers
+    from gpudask_jupyter.remains import leftovers
 
     km, kc = kernels()
     assert run(kc, START)["status"] == "ok"

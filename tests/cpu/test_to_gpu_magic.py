@@ -243,7 +243,7 @@ no_cupy = pytest.mark.skipif(
 
 
 def _why() -> str:
-    from gpudask_jupyter.convert import availability
+    from gpudask_jupyter.machine import availability
 
     why = availability.reason()
     assert why in {availability.NO_DRIVER, f"cupy is not installed ({availability.INSTALL})"}

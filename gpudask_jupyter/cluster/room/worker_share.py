@@ -61,7 +61,7 @@ class WorkerShare:
         if not own:
             return False
         if importlib.util.find_spec("rmm") is None:
-            from ...convert.availability import reason
+            from ...machine.availability import reason
 
             if reason() is not None:  # a CPU worker (the room's test seam): nothing to cap
                 return False

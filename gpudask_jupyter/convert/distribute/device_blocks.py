@@ -70,7 +70,7 @@ def identity(device: int) -> str:
 
 def worker_gpu() -> str | None:
     """This worker's GPU (:func:`identity`), or None without one."""
-    from ..availability import reason
+    from ...machine.availability import reason
 
     if reason() is not None:
         return None
@@ -272,7 +272,7 @@ def kernel_devices() -> dict[str, int]:
     """The kernel's own GPUs by :func:`identity` (empty without CUDA, or when the route is
     switched off with the ``distribute-cuda-ipc`` option)."""
     from ... import config
-    from ..availability import device_count, reason
+    from ...machine.availability import device_count, reason
 
     if reason() is not None or not config.get("distribute-cuda-ipc"):
         return {}

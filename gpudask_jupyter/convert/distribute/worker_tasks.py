@@ -33,7 +33,7 @@ def probe(path: str, token: str) -> dict[str, Any]:
     """Whether this worker shares the kernel's machine (it can read the kernel's owner-only
     token file), why it could not hold GPU partitions (None: it can), and which GPU it has
     (:func:`.device_blocks.identity`)."""
-    from ..availability import reason
+    from ...machine.availability import reason
     from .device_blocks import worker_gpu
 
     try:

@@ -1,7 +1,7 @@
-"""The undertaker's own process (:mod:`.undertaker`): it reads the kernel's pipe until the kernel
-has ended, then removes what the kernel left where the kernel said its files went. A module of
-its own, imported by nobody in the kernel: it reaches the registry and the room, which tell the
-undertaker where their files go.
+"""The undertaker's own process (:mod:`..lifecycle.undertaker`): it reads the kernel's pipe until
+the kernel has ended, then removes what the kernel left where the kernel said its files went. A
+module of its own, imported by nobody in the kernel: it reaches the registry, the fork server,
+the room and shared memory, which tell the undertaker where their files go.
 """
 
 from __future__ import annotations

@@ -20,10 +20,10 @@ import time
 from typing import Any
 
 from .. import compat
-from ..cluster import session as cluster_session
 from ..errors import GpuDaskError
 from ..monitor import scheduler_probe
 from ..schema.protocol import CONTROL_ACTIONS, RESULT_PREFIX, ActionResult, ResultCluster
+from . import session as cluster_session
 
 log = logging.getLogger(__name__)
 

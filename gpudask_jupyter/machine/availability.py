@@ -36,7 +36,7 @@ def reason(*modules: str) -> str | None:
 def _driverless() -> bool:
     """NVML says this machine has no NVIDIA driver, or a driver without GPUs (False where NVML
     cannot tell: switched off, nvidia-ml-py missing)."""
-    from ..machine import nvml
+    from . import nvml
 
     state = nvml.status().state
     return state in {
