@@ -26,6 +26,7 @@ from .options import (
     check_listen_host,
     resolve_workers,
 )
+from .room import holder as room_holder
 from .session import ClusterSession, JoinPlan, StartPlan, close_current, current, require_current
 from .target import AttachTarget
 
@@ -250,3 +251,46 @@ def scale(n: int) -> int:
 def restart() -> None:
     session = require_current()
     operations.run("restart", lambda operation: session.restart())
+
+
+# -- what a command says once done: printed by the magic, returned by a view's button ------------
+
+
+def started_lines(session: ClusterSession, workers: int) -> list[str]:
+    """What a start said, in a line, for a view (the magic shows the summary table instead)."""
+    kind = {"gpu": "GPU", "cpu": "CPU"}.get(session.mode, session.mode)
+    return [
+        f"Started a {kind} cluster: {workers} worker{'s' * (workers != 1)}, "
+        f"scheduler {session.address}."
+    ]
+
+
+def stopped_lines(session: ClusterSession | None, retirement: Retirement | None) -> list[str]:
+    """What ``stop`` says: what became of the cluster, and the room's share the kernel keeps
+    while it holds GPU data of its own."""
+    if session is None:
+        return ["No cluster to stop."]
+    lines = [session.kind.stopped(session, retirement)]
+    kept = room_holder.current()
+    if kept is not None:
+        gpus = ", ".join(f"GPU {share.index}" for share in kept.gpus)
+        lines.append(
+            f"This kernel keeps its share of {gpus} while it holds GPU data of its own; "
+            "the share ends with the kernel (or restart it to give the share back now)."
+        )
+    return lines
+
+
+def scaled_lines(n: int, lost: int) -> list[str]:
+    """What ``scale N`` says: the workers running, and the computed results that went."""
+    lines = [f"{n} worker{'s' * (n != 1)} running."]
+    if lost:
+        lines.append(
+            f"The workers removed held {lost} computed result{'s' * (lost != 1)}: Dask "
+            "computes them again when they are needed (a collection spread with "
+            "%%to_gpu --distribute cannot be: spread it again)."
+        )
+    return lines
+
+
+RESTARTED = "Workers restarted."

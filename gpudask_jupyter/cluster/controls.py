@@ -1,10 +1,11 @@
-"""The panel's and the sidebar's buttons: start, stop, restart, scale, detach, run in the kernel.
+"""The panel's and the sidebar's buttons: start, stop, restart, scale, detach.
 
-Each control runs the ``%gpu_cluster`` line magic a user would type, in the kernel's own IPython,
-so a button does exactly what the magic does (same checks, same errors, same registry entry).
-What the magic prints is captured and turned into a short result for a view to show: whether it
-worked, a few lines of plain words (no table borders, each warning once) and the cluster as it
-is afterwards.
+Each button calls the Python the ``%gpu_cluster`` magic calls (:mod:`.commands`, through
+:mod:`.operations`, so Ctrl-C cannot cut it in half), with what the magic's defaults give (the
+options of :mod:`...config`), and gets back what the command did: the session, the retirement,
+the results lost. The sentences are the magic's own (``commands.stopped_lines`` and the like),
+the warnings are collected instead of printed, and a view gets a short result: whether it
+worked, a few lines of plain words and the cluster as it is afterwards.
 
 The panel calls :func:`run` when its view sends a ``control`` message; the sidebar executes
 ``run_json(...)`` of this module (:data:`~..schema.protocol.CONTROL_MODULE`) as code in the
@@ -15,22 +16,22 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
+from collections.abc import Callable
 from typing import Any
 
-from .. import compat
+from .. import compat, errors
 from ..errors import GpuDaskError
 from ..monitor import scheduler_probe
 from ..schema.protocol import CONTROL_ACTIONS, RESULT_PREFIX, ActionResult, ResultCluster
+from . import commands, prewarm
 from . import session as cluster_session
+from .options import StartOptions
 
 log = logging.getLogger(__name__)
 
 MAX_LINES = 5
 COUNT_TIMEOUT = 2.0
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_PROGRESS = ("Starting the Dask cluster",)  # what the magic prints while it works
 
 
 def run(action: str, n: int | None = None) -> ActionResult:
@@ -54,14 +55,37 @@ def _run(action: str, n: int | None) -> ActionResult:
     from IPython import get_ipython
 
     shell = get_ipython()
-    if shell is None:
-        return _result(False, action, "There is no IPython here to run %gpu_cluster in.")
+    if shell is not None:  # the kernel's shutdown and SIGTERM close what a button starts
+        try:
+            _load_extension(shell)
+        except Exception as err:
+            log.debug("loading the extension for a control failed", exc_info=True)
+            return _result(False, action, f"gpudask_jupyter could not be loaded: {err}")
+    warnings: list[str] = []
     try:
-        _load_extension(shell)
-    except Exception as err:
-        log.debug("loading the extension for a control failed", exc_info=True)
-        return _result(False, action, f"gpudask_jupyter could not be loaded: {err}")
-    return _run_magic(shell, action, _line(action, n))
+        prewarm.under_way()
+        said = _command(action, n, warnings.append)
+    except GpuDaskError as err:
+        errors.remember(err)
+        return _result(False, action, _text([*str(err).splitlines(), *warnings]))
+    except KeyboardInterrupt:  # Ctrl-C: there is no cell to fail, the view is told
+        return _result(False, action, f"%gpu_cluster {action} interrupted.")
+    return _result(True, action, _text([*said, *warnings]) or f"{action}: done.")
+
+
+def _command(action: str, n: int | None, warn: Callable[[str], None]) -> list[str]:
+    """Run the command of ``action``, as the magic would; what it says once done."""
+    if action == "start":
+        session, _ = commands.start(StartOptions(n_workers=n), warn=warn)
+        state = _cluster_state()
+        return commands.started_lines(session, state["workers"] if state else 0)
+    if action in {"stop", "detach"}:
+        return commands.stopped_lines(*commands.stop())
+    if action == "restart":
+        commands.restart()
+        return [commands.RESTARTED]
+    assert action == "scale" and n is not None  # _refusal asked for both
+    return commands.scaled_lines(n, commands.scale(n))
 
 
 def run_json(action: str, n: int | None = None) -> None:
@@ -101,66 +125,14 @@ def _already(action: str) -> str:
     return ""
 
 
-def _line(action: str, n: int | None) -> str:
-    if action == "scale":
-        return f"scale {n}"
-    if action == "start" and n is not None:
-        return f"start --n-workers {n}"
-    return "stop" if action == "detach" else action
-
-
 def _load_extension(shell: Any) -> None:
     if "gpu_cluster" not in shell.magics_manager.magics["line"]:
         shell.run_line_magic("load_ext", "gpudask_jupyter")
 
 
-def _run_magic(shell: Any, action: str, line: str) -> ActionResult:
-    from IPython.core.error import UsageError
-    from IPython.utils.capture import capture_output
-
-    error = ""
-    with capture_output(display=True) as captured:
-        try:
-            shell.run_line_magic("gpu_cluster", line)
-        except (UsageError, GpuDaskError) as err:
-            error = str(err)
-        except KeyboardInterrupt as err:  # Ctrl-C: there is no cell to fail, the view is told
-            error = str(err) or f"%gpu_cluster {action} interrupted."
-        except Exception as err:
-            log.warning("%%gpu_cluster %s failed", line, exc_info=True)
-            error = f"{type(err).__name__}: {err}"
-    said = _lines(captured.stdout) + _lines(captured.stderr)
-    if error:
-        return _result(False, action, "\n".join(_unique([*_lines(error), *said])[:MAX_LINES]))
-    return _result(True, action, _success_text(action, said))
-
-
-def _lines(text: str) -> list[str]:
-    """Plain lines: no colour codes, no blanks, no progress messages, no "gpudask:" label (the
-    view says where the text comes from)."""
-    out = []
-    for line in _ANSI.sub("", text).splitlines():
-        line = line.strip().removeprefix("gpudask: ")
-        if line and not line.startswith(_PROGRESS):
-            out.append(line)
-    return out
-
-
-def _unique(lines: list[str]) -> list[str]:
-    return list(dict.fromkeys(lines))
-
-
-def _success_text(action: str, said: list[str]) -> str:
-    state = _cluster_state()
-    if action == "start" and state is not None:
-        kind = {"gpu": "GPU", "cpu": "CPU"}.get(state["mode"], state["mode"])
-        workers = state["workers"]
-        said = [
-            f"Started a {kind} cluster: {workers} worker{'s' * (workers != 1)}, "
-            f"scheduler {state['address']}.",
-            *said,
-        ]
-    return "\n".join(_unique(said)[:MAX_LINES]) or f"{action}: done."
+def _text(lines: list[str]) -> str:
+    """At most :data:`MAX_LINES` lines, each once."""
+    return "\n".join(list(dict.fromkeys(line for line in lines if line))[:MAX_LINES])
 
 
 def _cluster_state() -> ResultCluster | None:

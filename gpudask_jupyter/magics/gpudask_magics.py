@@ -325,40 +325,20 @@ class GpuDaskMagics(Magics):
                 f"scale needs a number of workers (or --adapt MIN MAX)\n"
                 f"{parsers.usage(parsers.parser_of(parsers.scale))}"
             )
-        lost = commands.scale(args.n)
-        print(f"{args.n} worker{'s' * (args.n != 1)} running.")
-        if lost:
-            print(
-                f"The workers removed held {lost} computed result{'s' * (lost != 1)}: Dask "
-                "computes them again when they are needed (a collection spread with "
-                "%%to_gpu --distribute cannot be: spread it again)."
-            )
+        print(*commands.scaled_lines(args.n, commands.scale(args.n)), sep="\n")
 
     @_subcommand(parsers.restart)
     def _restart(self, args: argparse.Namespace) -> None:
         from ..cluster import commands
 
         commands.restart()
-        print("Workers restarted.")
+        print(commands.RESTARTED)
 
     @_subcommand(parsers.stop)
     def _stop(self, args: argparse.Namespace) -> None:
         from ..cluster import commands
 
-        session, retirement = commands.stop(args.keep)
-        if session is None:
-            print("No cluster to stop.")
-        else:
-            print(session.kind.stopped(session, retirement))
-        from ..cluster.room import holder
-
-        kept = holder.current()
-        if session is not None and kept is not None:
-            gpus = ", ".join(f"GPU {share.index}" for share in kept.gpus)
-            print(
-                f"This kernel keeps its share of {gpus} while it holds GPU data of its own; "
-                "the share ends with the kernel (or restart it to give the share back now)."
-            )
+        print(*commands.stopped_lines(*commands.stop(args.keep)), sep="\n")
 
     @_subcommand(parsers.gateway)
     def _gateway(self, args: argparse.Namespace) -> None:
