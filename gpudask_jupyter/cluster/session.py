@@ -149,7 +149,7 @@ class ClusterSession:
         self.kind = kind
         self.devices = devices
         self.tls_files = tls_files
-        self.room: room.Held | None = None  # its place on a shared machine
+        self.place: room.Place | None = None  # its place on a shared machine
         self.kernel_id = kernel_id()
         self.gpu_bindings = GpuBindings()
         self.pids = WorkerPids()
@@ -226,7 +226,7 @@ class ClusterSession:
         kind = kinds.Started(cluster, plan.devices, access, plan.reason, allowed)
         session = cls(client, kind, plan.devices, tls_files)
         session.main_guard = guard
-        session.room = plan.room
+        session.place = plan.place
         session.pids.note(cluster)
         session.note_room()
         _record_tasks(client)
@@ -389,7 +389,7 @@ class ClusterSession:
             raise
         kind = kinds.Joined(joined, plan.reason)
         session = cls(client, kind, plan.devices, tls_files=plan.target.tls_files())
-        session.room = plan.room
+        session.place = plan.place
         gpu_time.install(client)
         joined.on_change = session._register  # the server marks our workers by their addresses
         session._register()
@@ -399,17 +399,17 @@ class ClusterSession:
     def note_room(self) -> None:
         """Tell the room this kernel's worker processes, and cap the kernel's own GPU work (its
         part of the share) now that its GPU is known."""
-        if self.room is None:
+        if self.place is None:
             return
         room_holder.set_workers(self.pids.known())
         room_holder.watch(self._last_work)
         if self.devices:
-            room_caps.install_kernel_cap(room_holder.share_now(self.room.lease))
+            room_caps.install_kernel_cap(room_holder.share_now(self.place.lease))
             where = room_caps.kernel_devices()
-            ours = {share.uuid for share in self.room.lease.gpus}
-            if self.room.pinned and where - ours:
+            ours = {share.uuid for share in self.place.lease.gpus}
+            if self.place.pinned and where - ours:
                 log.warning("the kernel works on %s, not on its GPUs %s", where, sorted(ours))
-                self.room = dataclasses.replace(self.room, pinned=False)
+                self.place = dataclasses.replace(self.place, pinned=False)
 
     def _last_work(self) -> float | None:
         """When the cluster last worked: now while it has tasks, else when it ran out of them."""
@@ -847,7 +847,7 @@ class StartPlan:
     access: Access
     devices: list[nvml.Device]
     reason: str  # why no GPU ("" with GPUs)
-    room: room.Held | None = None  # its place on a shared machine
+    place: room.Place | None = None  # its place on a shared machine
     worker_caps: dict[str, Any] = field(default_factory=dict)  # what holds the workers there
 
 
@@ -860,5 +860,5 @@ class JoinPlan:
     devices: list[nvml.Device]
     reason: str
     timeout: float
-    room: room.Held | None = None
+    place: room.Place | None = None
     worker_caps: dict[str, Any] = field(default_factory=dict)

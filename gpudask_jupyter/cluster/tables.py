@@ -194,10 +194,10 @@ def _with_links_and_notes(table: Table, session: ClusterSession, *notes: str) ->
     if link:
         table.links.append(("dashboard", link))
     table.notes.extend(notes)
-    if session.room is not None:
+    if session.place is not None:
         from .room import holder
 
-        table.notes.append(holder.describe(session.room, cpu_workers=session.mode == "cpu"))
+        table.notes.append(holder.describe(session.place, cpu_workers=session.mode == "cpu"))
     table.notes.extend(session.kind.notes(session))
     return table
 

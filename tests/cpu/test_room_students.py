@@ -292,7 +292,7 @@ def test_every_start_takes_the_rooms_lock_whatever_protected_regular_says(
     start = """
 warned = []
 leases.log.warning = lambda text, *args, **kw: warned.append(text % args)
-directory = holder.room()
+directory = holder.room_dir()
 assert directory.prepare(), directory.problem
 with directory.locked(wait=60) as locked:
     pass

@@ -8,7 +8,7 @@ the room as shown (:mod:`.reading`, :mod:`.frame_part`).
 
 from __future__ import annotations
 
-from .holder import Held, undone_on_failure
+from .holder import Place, undone_on_failure
 from .sentences import (
     before_kernel_gpu_work,
     explain_out_of_memory,
@@ -19,7 +19,7 @@ from .sentences import (
 )
 
 __all__ = [
-    "Held",
+    "Place",
     "before_kernel_gpu_work",
     "explain_out_of_memory",
     "install_kernel_cap",

@@ -49,7 +49,7 @@ GIVE_BACK_EVERY = 10.0
 
 
 @dataclass(frozen=True)
-class Held:
+class Place:
     """What a placement gave this kernel, for the start's summary."""
 
     lease: Lease
@@ -100,7 +100,7 @@ def _crowded(chosen: placement.Placement) -> str:
     return "; ".join(over)
 
 
-def describe(held: Held, cpu_workers: bool = False) -> str:
+def describe(held: Place, cpu_workers: bool = False) -> str:
     """The start's line about the room: which GPU, why, the share, and what it can rely on.
     ``cpu_workers``: the cluster's workers are CPU workers, so no part of the share is theirs
     (it said "for its worker" of two CPU workers)."""
@@ -196,7 +196,7 @@ class Holder:
         """``lease``'s elastic share on each of its GPUs now, from what the machine shows
         (:mod:`.measure`), computed by its holder (which counts ``own_held`` for itself); and
         whether its hold is above the level on one of them (:func:`.shares.above_level`)."""
-        leases = self.room().leases()
+        leases = self.room_dir().leases()
         memory = measure.read(room_devices())
         return shares.standing(lease, leases, memory, own_held, margin=HELD_CHANGE)
 
@@ -277,7 +277,7 @@ class Holder:
                 self._lease.active = min(when, time.time())
                 self._rewrite()
 
-    def room(self) -> RoomDir:
+    def room_dir(self) -> RoomDir:
         path = self._directory or Path(str(config.get("room-dir")))
         if self._room is None or self._room.path != path:
             self._room = RoomDir(path)
@@ -332,7 +332,7 @@ class Holder:
         allowed: Sequence[nvml.Device],
         named: Sequence[nvml.Device] | None,
         want: int | None,
-    ) -> Held:
+    ) -> Place:
         """Lease GPUs for this kernel: ``named`` ones (``--gpus``) or a placement of ``want`` (by
         default ``room-gpus``) among ``allowed``.
         The kernel's lease in place is reused. :class:`~...errors.ClusterError` when the room is
@@ -340,7 +340,7 @@ class Holder:
         with self._lock:
             if self._lease is not None:
                 return self._reuse(self._lease, allowed, named)
-            directory = self.room()
+            directory = self.room_dir()
             if not directory.prepare():
                 raise ClusterError(
                     f"The room's directory cannot be used: {directory.problem}. "
@@ -369,14 +369,14 @@ class Holder:
         pinned = caps.pin_kernel([d.uuid for d in chosen.devices], lease.smallest.share)
         if chosen.elastic:
             self._follow()
-        return Held(lease, chosen.devices, chosen.why, pinned, warning)
+        return Place(lease, chosen.devices, chosen.why, pinned, warning)
 
     def _reuse(
         self,
         lease: Lease,
         allowed: Sequence[nvml.Device],
         named: Sequence[nvml.Device] | None,
-    ) -> Held:
+    ) -> Place:
         by_uuid = {d.uuid: d for d in allowed}
         devices = [by_uuid[share.uuid] for share in lease.gpus if share.uuid in by_uuid]
         if named and {d.uuid for d in named} != {d.uuid for d in devices}:
@@ -386,7 +386,7 @@ class Holder:
                 "it. Leave --gpus out, or restart the kernel to be placed again."
             )
         self.note_activity(force=True)
-        return Held(lease, devices, "this kernel's GPUs, kept from its earlier start", False)
+        return Place(lease, devices, "this kernel's GPUs, kept from its earlier start", False)
 
     def set_worker_pool(self, pool: int) -> None:
         """The RMM pool (bytes, 0: none) this kernel's workers make under their cap."""
@@ -489,7 +489,7 @@ take = this_kernel.take
 release = this_kernel.release
 current = this_kernel.current
 current_share = this_kernel.current_share
-room = this_kernel.room
+room_dir = this_kernel.room_dir
 watch = this_kernel.watch
 note_work = this_kernel.note_work
 note_activity = this_kernel.note_activity

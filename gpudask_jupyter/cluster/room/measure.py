@@ -57,7 +57,7 @@ class GpuMemory:
 
 
 @dataclass(frozen=True)
-class Held:
+class Holding:
     """One GPU's memory as the room's holders and the rest hold it."""
 
     holders: dict[str, int]  # by lease key: bytes its processes hold (contexts set aside)
@@ -158,7 +158,7 @@ def attribute(
     holders: Sequence[Lease],
     own: Lease | None = None,
     own_held: int = 0,
-) -> Held:
+) -> Holding:
     """What each of ``holders`` (the leases on this GPU) holds there, and what processes of no
     holder take. ``own`` (the lease of whoever computes) may count ``own_held``, its kernel's
     own figure, for itself where that is more than NVML shows; nobody else's figure counts
@@ -186,7 +186,7 @@ def attribute(
         held, count, outside = _hidden(memory.used or 0, holders, own, own_held)
     if own is not None and own.key in held:
         held[own.key] = max(held[own.key], own_held)
-    return Held(held, outside, count, accounts)
+    return Holding(held, outside, count, accounts)
 
 
 def _hidden(

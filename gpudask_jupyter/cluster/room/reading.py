@@ -55,7 +55,7 @@ class GpuRoom:
     used: int | None
     utilization: int | None
     holdings: list[Holding] = field(default_factory=list)
-    contexts: int = 0  # bytes set aside for its holders' CUDA contexts (.measure.Held.contexts)
+    contexts: int = 0  # bytes set aside for its holders' CUDA contexts (.measure.Holding.contexts)
 
     @property
     def promised(self) -> int:
@@ -92,7 +92,7 @@ def sees_names(user: str | None = None) -> bool:
 
 def read(now: float | None = None) -> Room:
     """The room now, as this user may see it."""
-    directory = holder.room()
+    directory = holder.room_dir()
     names = sees_names()
     if not directory.path.is_dir():
         return Room([], names, str(directory.path), "nobody has taken a share here yet")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...machine import nvml
-from .holder import Held
+from .holder import Place
 
 if TYPE_CHECKING:
     from ...schema.frame import RoomInfo
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 def place(
     opts: Any, devices: list[nvml.Device], shared: bool
-) -> tuple[Held | None, list[Any], dict[str, Any]]:
+) -> tuple[Place | None, list[Any], dict[str, Any]]:
     """A start's or a join's place in the room: (what the kernel holds, the GPUs its workers
     get, dask-cuda's keywords that cap them). Off a shared machine: (None, ``devices``, {})."""
     from .. import gpus

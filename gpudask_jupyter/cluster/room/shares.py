@@ -65,19 +65,19 @@ def level(memory: int, held: Sequence[int]) -> int:
 
 def usable(total: int, holders: int, contexts: int | None = None) -> int:
     """A GPU's memory that caps can share among ``holders``: their contexts set aside (two
-    each, or ``contexts`` in all, as :attr:`.measure.Held.contexts` counts them)."""
+    each, or ``contexts`` in all, as :attr:`.measure.Holding.contexts` counts them)."""
     if contexts is None:
         contexts = CONTEXTS_PER_HOLDER * holders
     return max(0, total - CONTEXT_RESERVE * contexts)
 
 
-def _memory(total: int, held: measure.Held, extra_contexts: int = 0) -> int:
+def _memory(total: int, held: measure.Holding, extra_contexts: int = 0) -> int:
     """What the holders' caps share on a GPU of ``total`` bytes: its contexts and what
     processes outside the room take set aside."""
     return usable(total, 0, held.contexts + extra_contexts) - held.outside
 
 
-def split(memory: int, held: measure.Held) -> tuple[dict[str, int], dict[str, int]]:
+def split(memory: int, held: measure.Holding) -> tuple[dict[str, int], dict[str, int]]:
     """Every holder's cap, by lease key, when its holders' caps share ``memory``; and each
     holder's fair part (what :func:`standing` compares its hold with): an equal part, among
     its account's kernels, of the level an account may take whatever the others hold. First
@@ -99,17 +99,17 @@ def split(memory: int, held: measure.Held) -> tuple[dict[str, int], dict[str, in
     return caps, levels
 
 
-def caps(total: int, held: measure.Held) -> dict[str, int]:
+def caps(total: int, held: measure.Holding) -> dict[str, int]:
     """Every holder's cap on a GPU of ``total`` bytes, by lease key, from what they hold."""
     return split(_memory(total, held), held)[0]
 
 
-def offer(total: int, held: measure.Held, uid: int | None = None) -> int:
+def offer(total: int, held: measure.Holding, uid: int | None = None) -> int:
     """The cap a newcomer kernel of account ``uid`` (by default this process's) would get on a
     GPU of ``total`` bytes whose holders hold ``held``."""
     account = os.getuid() if uid is None else uid
     key = "\0newcomer"
-    grown = measure.Held(
+    grown = measure.Holding(
         {**held.holders, key: 0},
         held.outside,
         {**held.processes, key: 0},
@@ -126,7 +126,7 @@ def held_on(
     memory: Mapping[str, measure.GpuMemory],
     own: Lease | None = None,
     own_held: int = 0,
-) -> measure.Held:
+) -> measure.Holding:
     """What the holders of GPU ``uuid`` among ``leases`` (``own`` among them, even if its file
     is missing) hold there now, as :func:`.measure.attribute` finds it."""
     present = holders_on(leases, uuid)
@@ -240,7 +240,7 @@ def choose_elastic(
 def _all_held(
     devices: Sequence[nvml.Device],
     leases: Sequence[Lease],
-    held: Mapping[str, measure.Held],
+    held: Mapping[str, measure.Holding],
     want: int,
 ) -> str:
     def holding(device: nvml.Device) -> str:
