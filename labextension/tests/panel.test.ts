@@ -9,6 +9,7 @@ import { FakeKernel, iopub } from './fakekernel';
 import type { FrameResponse } from '../src/lab/poller';
 import { frame } from './fixtures';
 import { fakeTimers } from './timers';
+import { CONTROL_MODULE } from '../src/view/protocol.generated';
 
 class FakeFocus implements Focus {
   readonly changed = new Signal<this, void>(this);
@@ -166,7 +167,7 @@ describe('GpuDaskPanel', () => {
     expect(start().disabled).toBe(false);
     start().click();
     expect(kernel.requests[0]).toEqual({
-      code: 'import gpudask_jupyter.magics.controls as _gdc; _gdc.run_json("start", None)',
+      code: `import ${CONTROL_MODULE} as _gdc; _gdc.run_json("start", None)`,
       silent: false,
       store_history: false
     });
@@ -189,7 +190,7 @@ describe('GpuDaskPanel', () => {
       messages: [
         iopub('error', {
           ename: 'ModuleNotFoundError',
-          evalue: "No module named 'gpudask_jupyter.magics.controls'",
+          evalue: `No module named '${CONTROL_MODULE}'`,
           traceback: []
         })
       ],

@@ -4,7 +4,7 @@ import { KernelActionHost, controlCode, errorWords, resultFromOutput } from '../
 import type { ActionResult } from '../src/view/actions';
 import type { Liveness } from '../src/view/liveness';
 import { FakeKernel, iopub } from './fakekernel';
-import { RESULT_PREFIX } from '../src/view/protocol.generated';
+import { CONTROL_MODULE, RESULT_PREFIX } from '../src/view/protocol.generated';
 
 const RESULT = {
   ok: true,
@@ -34,7 +34,7 @@ const settle = () => new Promise(resolve => setTimeout(resolve, 0));
 describe('actions in the kernel', () => {
   it('runs the controls module with a validated action and count', () => {
     expect(controlCode('stop', null)).toBe(
-      'import gpudask_jupyter.magics.controls as _gdc; _gdc.run_json("stop", None)'
+      `import ${CONTROL_MODULE} as _gdc; _gdc.run_json("stop", None)`
     );
     expect(controlCode('scale', 3.7)).toContain('_gdc.run_json("scale", 3)');
     expect(() => controlCode('rm -rf' as never, null)).toThrow('unknown action');
