@@ -407,3 +407,26 @@ def measured(name: str, value: object) -> None:
     values = json.loads(path.read_text()) if path.exists() else {}
     values[name] = value
     path.write_text(json.dumps(values, indent=1, sort_keys=True))
+
+
+def this_kernel() -> Any:
+    """The kernel's cluster (a ``KernelCluster``) of the extension loaded into this process's
+    IPython, as the ``shell`` fixture loads it."""
+    from IPython import get_ipython
+
+    from gpudask_jupyter.magics.extension import Extension
+
+    loaded = Extension.of(get_ipython())
+    assert loaded is not None, "the extension is not loaded in this process's IPython"
+    return loaded.cluster
+
+
+def this_view() -> Any:
+    """What the panels of that kernel share (a ``KernelView``)."""
+    from IPython import get_ipython
+
+    from gpudask_jupyter.magics.extension import Extension
+
+    loaded = Extension.of(get_ipython())
+    assert loaded is not None, "the extension is not loaded in this process's IPython"
+    return loaded.view

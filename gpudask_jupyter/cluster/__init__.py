@@ -1,6 +1,8 @@
 """The kernel's Dask cluster: start, attach, join, scale, restart, stop, and who may reach it.
 
-- :mod:`.session`: the one :class:`~.session.ClusterSession` of the kernel and its life.
+- :mod:`.session`: a :class:`~.session.ClusterSession` and its life, and what a kernel runs of its
+  cluster (:class:`~.session.KernelCluster`); :mod:`.kinds`: what differs between the kinds of
+  cluster; :mod:`.controls`: the views' buttons.
 - :mod:`.commands`: what each ``%gpu_cluster`` subcommand does to it, checked before anything
   changes; :mod:`.operations`: run so that Ctrl-C cannot cut one in half; :mod:`.prewarm`: the
   imports a first start needs, made in the background after the extension's cell.

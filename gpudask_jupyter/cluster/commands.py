@@ -27,7 +27,7 @@ from .options import (
     resolve_workers,
 )
 from .room import holder as room_holder
-from .session import ClusterSession, JoinPlan, StartPlan, close_current, current, require_current
+from .session import ClusterSession, JoinPlan, KernelCluster, StartPlan
 from .target import AttachTarget
 
 
@@ -35,11 +35,13 @@ def stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def keep_current(asked: str, replace: bool, warn: Warn = stderr) -> ClusterSession | None:
+def keep_current(
+    kernel: KernelCluster, asked: str, replace: bool, warn: Warn = stderr
+) -> ClusterSession | None:
     """The rule for a second ``start``, ``attach`` or ``join`` (``asked``): a live session is
     kept, and the user told how to replace it, unless ``replace``. Returns the kept session (the
     request is refused), or None (go ahead: plan the new one, then close it)."""
-    session = current()
+    session = kernel.current()
     if session is not None and session.alive and not replace:
         warn(
             f"A cluster is already running in this kernel ({session.mode}, scheduler "
@@ -100,6 +102,7 @@ def _close(session: ClusterSession) -> None:
 
 
 def start(
+    kernel: KernelCluster,
     opts: StartOptions,
     replace: bool = False,
     warn: Warn = stderr,
@@ -107,7 +110,7 @@ def start(
 ) -> tuple[ClusterSession, bool]:
     """``%gpu_cluster start``: (the session, True), or (the running one, False) when it is kept.
     ``starting`` is called once the checks passed, just before the cluster starts."""
-    kept = keep_current("start", replace, warn)
+    kept = keep_current(kernel, "start", replace, warn)
     if kept is not None:
         return kept, False
 
@@ -115,15 +118,16 @@ def start(
         with room.undone_on_failure():
             plan = plan_start(opts, warn)
             operation.check()
-            close_current(release_room=False)  # a --replace keeps the kernel's place
+            kernel.close(release_room=False)  # a --replace keeps the kernel's place
             operation.check()
             starting()
-            return ClusterSession.start(plan)
+            return kernel.hold(ClusterSession.start(plan))
 
-    return operations.run("start", work, undo=_close), True
+    return kernel.operations.run("start", work, undo=_close), True
 
 
 def attach(
+    kernel: KernelCluster,
     address: str | None,
     scheduler_file: str | None,
     replace: bool = False,
@@ -132,7 +136,7 @@ def attach(
     warn: Warn = stderr,
 ) -> tuple[ClusterSession, bool]:
     """``%gpu_cluster attach``; ``tls_files``: (CA file, certificate, key)."""
-    kept = keep_current("attach", replace, warn)
+    kept = keep_current(kernel, "attach", replace, warn)
     if kept is not None:
         return kept, False
 
@@ -140,14 +144,15 @@ def attach(
         interrupted = operation.interrupted.is_set
         target = plan_attach(address, scheduler_file, timeout, *tls_files, cancelled=interrupted)
         operation.check()
-        close_current()
+        kernel.close()
         operation.check()
-        return ClusterSession.attach(target, timeout, interrupted)
+        return kernel.hold(ClusterSession.attach(target, timeout, interrupted))
 
-    return operations.run("attach", work, undo=_close), True
+    return kernel.operations.run("attach", work, undo=_close), True
 
 
 def join(
+    kernel: KernelCluster,
     target: AttachTarget,
     opts: StartOptions,
     replace: bool = False,
@@ -156,7 +161,7 @@ def join(
     joining: Callable[[], object] = lambda: None,
 ) -> tuple[ClusterSession, bool]:
     """``%gpu_cluster join`` to ``target`` (resolved by the caller, before anything else)."""
-    kept = keep_current("join", replace, warn)
+    kept = keep_current(kernel, "join", replace, warn)
     if kept is not None:
         return kept, False
 
@@ -164,21 +169,21 @@ def join(
         with room.undone_on_failure():
             plan = plan_join(target, opts, timeout, warn, operation.interrupted.is_set)
             operation.check()
-            close_current(release_room=False)
+            kernel.close(release_room=False)
             operation.check()
             joining()
-            return ClusterSession.join(plan)
+            return kernel.hold(ClusterSession.join(plan))
 
-    return operations.run("join", work, undo=_close), True
+    return kernel.operations.run("join", work, undo=_close), True
 
 
 def start_gateway(
-    plan: gateway.GatewayPlan, replace: bool = False, warn: Warn = stderr
+    kernel: KernelCluster, plan: gateway.GatewayPlan, replace: bool = False, warn: Warn = stderr
 ) -> tuple[ClusterSession, bool]:
     """``%gpu_cluster start --gateway`` (and ``attach --gateway NAME``, a ``plan`` with a
     name): (the session, True), or the running one, kept (False)."""
     asked = "attach" if plan.name else "start"
-    kept = keep_current(asked, replace, warn)
+    kept = keep_current(kernel, asked, replace, warn)
     if kept is not None:
         return kept, False
 
@@ -186,14 +191,14 @@ def start_gateway(
         made = gateway.reconnect(plan) if plan.name else gateway.start(plan)
         try:
             operation.check()
-            close_current()
+            kernel.close()
             operation.check()
         except BaseException:
             made.close(plan.timeout)
             raise
-        return ClusterSession.from_gateway(made, plan.timeout)
+        return kernel.hold(ClusterSession.from_gateway(made, plan.timeout))
 
-    return operations.run(asked, work, undo=_close), True
+    return kernel.operations.run(asked, work, undo=_close), True
 
 
 def gateway_clusters(
@@ -209,18 +214,20 @@ def gateway_options(address: str, auth: str | None, timeout: float) -> gateway.O
     return gateway.options_of(address, auth, timeout)
 
 
-def adapt(minimum: int, maximum: int) -> None:
+def adapt(kernel: KernelCluster, minimum: int, maximum: int) -> None:
     """``%gpu_cluster scale --adapt MIN MAX``."""
-    session = require_current()
-    operations.run("scale", lambda operation: session.adapt(minimum, maximum))
+    session = kernel.require()
+    kernel.operations.run("scale", lambda operation: session.adapt(minimum, maximum))
 
 
-def stop(keep: bool = False) -> tuple[ClusterSession | None, Retirement | None]:
+def stop(
+    kernel: KernelCluster, keep: bool = False
+) -> tuple[ClusterSession | None, Retirement | None]:
     """``%gpu_cluster stop``: (the session it stopped, the retirement of a joined one's workers);
     ``keep``: a gateway cluster is left running."""
-    session = current()
+    session = kernel.current()
     if session is None:
-        operations.wait_pending()
+        kernel.operations.wait_pending()
         return None, None
     if keep:
         session.kind.keep_running()
@@ -228,29 +235,31 @@ def stop(keep: bool = False) -> tuple[ClusterSession | None, Retirement | None]:
     def work(operation: operations.Operation[Retirement | None]) -> Retirement | None:
         return session.kind.stop(session)
 
-    return session, operations.run("stop", work)
+    return session, kernel.operations.run("stop", work)
 
 
-def leave(timeout: float = LEAVE_TIMEOUT) -> tuple[ClusterSession | None, Retirement | None]:
+def leave(
+    kernel: KernelCluster, timeout: float = LEAVE_TIMEOUT
+) -> tuple[ClusterSession | None, Retirement | None]:
     """``%gpu_cluster leave``."""
-    session = current()
+    session = kernel.current()
     if session is None:
         return None, None
-    return session, operations.run("leave", lambda operation: session.leave(timeout))
+    return session, kernel.operations.run("leave", lambda operation: session.leave(timeout))
 
 
-def scale(n: int) -> int:
+def scale(kernel: KernelCluster, n: int) -> int:
     """``%gpu_cluster scale``: how many computed results went with the workers it removed
     (Dask recomputes them when they are needed; a --distribute collection's cannot be)."""
-    session = require_current()
+    session = kernel.require()
     started = time.time()
-    operations.run("scale", lambda operation: session.scale(n))
+    kernel.operations.run("scale", lambda operation: session.scale(n))
     return logs.lost_results(logs.since(started))
 
 
-def restart() -> None:
-    session = require_current()
-    operations.run("restart", lambda operation: session.restart())
+def restart(kernel: KernelCluster) -> None:
+    session = kernel.require()
+    kernel.operations.run("restart", lambda operation: session.restart())
 
 
 # -- what a command says once done: printed by the magic, returned by a view's button ------------

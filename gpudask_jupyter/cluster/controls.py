@@ -7,14 +7,14 @@ the results lost. The sentences are the magic's own (``commands.stopped_lines`` 
 the warnings are collected instead of printed, and a view gets a short result: whether it
 worked, a few lines of plain words and the cluster as it is afterwards.
 
-The panel calls :func:`run` when its view sends a ``control`` message; the sidebar executes
-``run_json(...)`` of this module (:data:`~..schema.protocol.CONTROL_MODULE`) as code in the
-focused kernel and reads the one line :data:`~..schema.protocol.RESULT_PREFIX` + JSON it prints.
+The panel calls :func:`run` when its view sends a ``control`` message (given the kernel's
+cluster by whoever made the panel); the sidebar executes ``run_json(...)`` of the extension
+(:data:`~..schema.protocol.CONTROL_MODULE`) as code in the focused kernel, which finds the
+kernel's cluster and calls :func:`run`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -23,10 +23,10 @@ from typing import Any
 from .. import compat, errors
 from ..errors import GpuDaskError
 from ..monitor import scheduler_probe
-from ..schema.protocol import CONTROL_ACTIONS, RESULT_PREFIX, ActionResult, ResultCluster
-from . import commands, prewarm
-from . import session as cluster_session
+from ..schema.protocol import CONTROL_ACTIONS, ActionResult, ResultCluster
+from . import commands
 from .options import StartOptions
+from .session import KernelCluster
 
 log = logging.getLogger(__name__)
 
@@ -34,66 +34,54 @@ MAX_LINES = 5
 COUNT_TIMEOUT = 2.0
 
 
-def run(action: str, n: int | None = None) -> ActionResult:
+def run(kernel: KernelCluster, action: str, n: int | None = None) -> ActionResult:
     """Run ``%gpu_cluster <action>`` in this kernel's IPython and say how it went. ``n``: the
     number of workers (``scale``, required; ``start``, optional). Never raises: a view waits
     for the answer, which must always come."""
     try:
-        return _run(action, n)
+        return _run(kernel, action, n)
     except Exception as err:
         log.warning("the control %r failed", action, exc_info=True)
-        return _result(False, str(action), f"{type(err).__name__}: {err}")
+        return _result(kernel, False, str(action), f"{type(err).__name__}: {err}")
 
 
-def _run(action: str, n: int | None) -> ActionResult:
-    refusal = _refusal(action, n)
+def _run(kernel: KernelCluster, action: str, n: int | None) -> ActionResult:
+    refusal = _refusal(kernel, action, n)
     if refusal:
-        return _result(False, action, refusal)
-    already = _already(action)
+        return _result(kernel, False, action, refusal)
+    already = _already(kernel, action)
     if already:
-        return _result(True, action, already)
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is not None:  # the kernel's shutdown and SIGTERM close what a button starts
-        try:
-            _load_extension(shell)
-        except Exception as err:
-            log.debug("loading the extension for a control failed", exc_info=True)
-            return _result(False, action, f"gpudask_jupyter could not be loaded: {err}")
+        return _result(kernel, True, action, already)
     warnings: list[str] = []
     try:
-        prewarm.under_way()
-        said = _command(action, n, warnings.append)
+        kernel.imports.under_way()
+        said = _command(kernel, action, n, warnings.append)
     except GpuDaskError as err:
         errors.remember(err)
-        return _result(False, action, _text([*str(err).splitlines(), *warnings]))
+        return _result(kernel, False, action, _text([*str(err).splitlines(), *warnings]))
     except KeyboardInterrupt:  # Ctrl-C: there is no cell to fail, the view is told
-        return _result(False, action, f"%gpu_cluster {action} interrupted.")
-    return _result(True, action, _text([*said, *warnings]) or f"{action}: done.")
+        return _result(kernel, False, action, f"%gpu_cluster {action} interrupted.")
+    return _result(kernel, True, action, _text([*said, *warnings]) or f"{action}: done.")
 
 
-def _command(action: str, n: int | None, warn: Callable[[str], None]) -> list[str]:
+def _command(
+    kernel: KernelCluster, action: str, n: int | None, warn: Callable[[str], None]
+) -> list[str]:
     """Run the command of ``action``, as the magic would; what it says once done."""
     if action == "start":
-        session, _ = commands.start(StartOptions(n_workers=n), warn=warn)
-        state = _cluster_state()
+        session, _ = commands.start(kernel, StartOptions(n_workers=n), warn=warn)
+        state = _cluster_state(kernel)
         return commands.started_lines(session, state["workers"] if state else 0)
     if action in {"stop", "detach"}:
-        return commands.stopped_lines(*commands.stop())
+        return commands.stopped_lines(*commands.stop(kernel))
     if action == "restart":
-        commands.restart()
+        commands.restart(kernel)
         return [commands.RESTARTED]
     assert action == "scale" and n is not None  # _refusal asked for both
-    return commands.scaled_lines(n, commands.scale(n))
+    return commands.scaled_lines(n, commands.scale(kernel, n))
 
 
-def run_json(action: str, n: int | None = None) -> None:
-    """:func:`run`, printed as one line ``GPUDASK_CONTROL_RESULT <json>`` for the sidebar."""
-    print(RESULT_PREFIX + json.dumps(run(action, n)), flush=True)
-
-
-def _refusal(action: str, n: int | None) -> str:
+def _refusal(kernel: KernelCluster, action: str, n: int | None) -> str:
     """Why ``action`` cannot run as asked ("" when it can), before running anything."""
     if action not in CONTROL_ACTIONS:
         return f"Unknown control {action!r}; one of {', '.join(CONTROL_ACTIONS)}."
@@ -101,7 +89,7 @@ def _refusal(action: str, n: int | None) -> str:
         return f"{action}: the number of workers must be a whole number, 0 or more (got {n!r})."
     if action == "scale" and n is None:
         return "scale: say how many workers."
-    session = cluster_session.current()
+    session = kernel.current()
     if action == "detach":
         if session is None:
             return "No cluster to detach from."
@@ -113,10 +101,10 @@ def _refusal(action: str, n: int | None) -> str:
     return ""
 
 
-def _already(action: str) -> str:
+def _already(kernel: KernelCluster, action: str) -> str:
     """What a Start finds when this kernel's cluster runs already: a second click of Start (or
     a view whose frames lag one second behind) asks for what is there, which is no failure."""
-    session = cluster_session.current()
+    session = kernel.current()
     if action == "start" and session is not None and session.alive:
         return (
             f"A cluster is already running in this kernel ({session.mode}, scheduler "
@@ -125,18 +113,13 @@ def _already(action: str) -> str:
     return ""
 
 
-def _load_extension(shell: Any) -> None:
-    if "gpu_cluster" not in shell.magics_manager.magics["line"]:
-        shell.run_line_magic("load_ext", "gpudask_jupyter")
-
-
 def _text(lines: list[str]) -> str:
     """At most :data:`MAX_LINES` lines, each once."""
     return "\n".join(list(dict.fromkeys(line for line in lines if line))[:MAX_LINES])
 
 
-def _cluster_state() -> ResultCluster | None:
-    session = cluster_session.current()
+def _cluster_state(kernel: KernelCluster) -> ResultCluster | None:
+    session = kernel.current()
     if session is None:
         return None
     try:
@@ -163,5 +146,7 @@ def _worker_count(client: Any) -> int:
         return 0
 
 
-def _result(ok: bool, action: str, text: str) -> ActionResult:
-    return ActionResult(ok=ok, action=action, text=text, cluster=_cluster_state(), time=time.time())
+def _result(kernel: KernelCluster, ok: bool, action: str, text: str) -> ActionResult:
+    return ActionResult(
+        ok=ok, action=action, text=text, cluster=_cluster_state(kernel), time=time.time()
+    )

@@ -141,8 +141,9 @@ def probe(writer: Any) -> None:
 
 
 class ForkServers:
-    """The fork server this kernel launched and found as it asked: one per kernel process
-    (:data:`this_kernel`); a test can make others."""
+    """The fork server this process launched and found as it asked: one per process
+    (:data:`this_process`), as multiprocessing keeps one fork server per process; a test can
+    make others."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -185,7 +186,8 @@ class ForkServers:
                 self._known = (report.server, started, asked)
 
 
-this_kernel = ForkServers()
+#: this process's: multiprocessing keeps one fork server per process, whatever runs in it
+this_process = ForkServers()
 
 
 class _Asked:
@@ -329,7 +331,7 @@ def _configured() -> Any:
 def ahead(
     modules: Sequence[str],
     environ: Mapping[str, str] | None = None,
-    servers: ForkServers = this_kernel,
+    servers: ForkServers = this_process,
 ) -> Iterator[Ahead]:
     """The fork server that imports ``modules`` for a start's workers: the one this kernel
     launched before, where it runs, or one launched now. ``environ``: what the start and its

@@ -24,7 +24,7 @@ from typing import Generic, TypeVar
 
 from .. import lifecycle
 from ..lifecycle import interrupts
-from . import prewarm
+from .prewarm import Prewarm
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +35,6 @@ UNDO_WAIT = 60.0
 #: the same, on ``%unload_ext`` and the kernel's shutdown
 SHUTDOWN_WAIT = 10.0
 _POLL = 0.05  # how often the waiting main thread may take a Ctrl-C
-
-_pending_lock = threading.Lock()
-_pending: list[threading.Thread] = []
 
 
 @dataclass
@@ -60,89 +57,110 @@ class _Interrupted(Exception):
     """The operation stopped between two steps because the user interrupted it."""
 
 
-def run(
-    what: str, work: Callable[[Operation[T]], T], undo: Callable[[T], object] | None = None
-) -> T:
-    """``work(operation)`` on a thread of its own, waited for here; Ctrl-C returns at once and
-    leaves ``undo(result)`` to run once ``work`` has finished (see the module's docstring)."""
-    wait_pending()
-    lifecycle.on_unload(_before_close, lifecycle.VIEWS)
-    operation: Operation[T] = Operation(what)
+class Operations:
+    """The operations of one kernel's cluster, and the interrupted ones still being undone,
+    which the next one, ``%unload_ext`` and the kernel's shutdown wait for. ``imports``: the
+    kernel's imports ahead of its first start, which an operation waits for rather than make
+    the same imports on a second thread."""
 
-    def body() -> None:
-        try:
-            prewarm.wait()  # never the same imports on two threads at once
-            operation.result = work(operation)
-        except BaseException as err:  # handed to the waiting thread, or logged if it left
-            operation.error = err
-        finally:
-            operation.done.set()
+    def __init__(self, imports: Prewarm | None = None) -> None:
+        self.imports = imports
+        self._lock = threading.Lock()
+        self._pending: list[threading.Thread] = []
 
-    thread = threading.Thread(target=body, name=f"gpudask-{what}", daemon=True)
-    try:
-        with interrupts.InterruptGuard() as guard:
-            # a Ctrl-C that landed inside start() left the work running with no undo waiting
-            # for it: it placed a lease and started a cluster after the cell had failed
-            with guard.held():
-                thread.start()
-            guard.checkpoint()
-            while not operation.done.wait(_POLL):
-                guard.checkpoint()
-            guard.checkpoint()
-    except KeyboardInterrupt:
-        operation.interrupted.set()
-        _undo_later(operation, thread, undo)
-        raise
-    if operation.error is not None:
-        error, operation.error = operation.error, None
-        raise error
-    assert operation.result is not None or undo is None
-    return operation.result  # type: ignore[return-value]
+    def run(
+        self,
+        what: str,
+        work: Callable[[Operation[T]], T],
+        undo: Callable[[T], object] | None = None,
+    ) -> T:
+        """``work(operation)`` on a thread of its own, waited for here; Ctrl-C returns at once
+        and leaves ``undo(result)`` to run once ``work`` has finished (see the module's
+        docstring)."""
+        self.wait_pending()
+        lifecycle.on_unload(self.before_close, lifecycle.VIEWS)
+        operation: Operation[T] = Operation(what)
+        imports = self.imports
 
-
-def _undo_later(
-    operation: Operation[T], thread: threading.Thread, undo: Callable[[T], object] | None
-) -> None:
-    def finish() -> None:
-        thread.join()
-        if isinstance(operation.error, _Interrupted):
-            log.debug("%s stopped between two steps after Ctrl-C", operation.what)
-        elif operation.error is not None:
-            log.debug("%s failed after Ctrl-C", operation.what, exc_info=operation.error)
-        if undo is not None and operation.result is not None:
+        def body() -> None:
             try:
-                undo(operation.result)
-            except Exception:
-                log.warning("undoing the interrupted %s failed", operation.what, exc_info=True)
-        log.debug("the interrupted %s is undone", operation.what)
+                if imports is not None:
+                    imports.wait()  # never the same imports on two threads at once
+                operation.result = work(operation)
+            except BaseException as err:  # handed to the waiting thread, or logged if it left
+                operation.error = err
+            finally:
+                operation.done.set()
 
-    cleaner = threading.Thread(target=finish, name=f"gpudask-undo-{operation.what}", daemon=True)
-    with _pending_lock:
-        _pending[:] = [t for t in _pending if t.is_alive()]
-        _pending.append(cleaner)
-    cleaner.start()
+        thread = threading.Thread(target=body, name=f"gpudask-{what}", daemon=True)
+        try:
+            with interrupts.InterruptGuard() as guard:
+                # a Ctrl-C that landed inside start() left the work running with no undo
+                # waiting for it: it placed a lease and started a cluster after the cell failed
+                with guard.held():
+                    thread.start()
+                guard.checkpoint()
+                while not operation.done.wait(_POLL):
+                    guard.checkpoint()
+                guard.checkpoint()
+        except KeyboardInterrupt:
+            operation.interrupted.set()
+            self._undo_later(operation, thread, undo)
+            raise
+        if operation.error is not None:
+            error, operation.error = operation.error, None
+            raise error
+        assert operation.result is not None or undo is None
+        return operation.result  # type: ignore[return-value]
 
+    def _undo_later(
+        self,
+        operation: Operation[T],
+        thread: threading.Thread,
+        undo: Callable[[T], object] | None,
+    ) -> None:
+        def finish() -> None:
+            thread.join()
+            if isinstance(operation.error, _Interrupted):
+                log.debug("%s stopped between two steps after Ctrl-C", operation.what)
+            elif operation.error is not None:
+                log.debug("%s failed after Ctrl-C", operation.what, exc_info=operation.error)
+            if undo is not None and operation.result is not None:
+                try:
+                    undo(operation.result)
+                except Exception:
+                    log.warning("undoing the interrupted %s failed", operation.what, exc_info=True)
+            log.debug("the interrupted %s is undone", operation.what)
 
-def pending() -> bool:
-    """Whether an interrupted operation is still being finished or undone."""
-    with _pending_lock:
-        return any(t.is_alive() for t in _pending)
+        cleaner = threading.Thread(
+            target=finish, name=f"gpudask-undo-{operation.what}", daemon=True
+        )
+        with self._lock:
+            self._pending[:] = [t for t in self._pending if t.is_alive()]
+            self._pending.append(cleaner)
+        cleaner.start()
 
+    def pending(self) -> bool:
+        """Whether an interrupted operation is still being finished or undone."""
+        with self._lock:
+            return any(t.is_alive() for t in self._pending)
 
-def wait_pending(timeout: float = UNDO_WAIT) -> bool:
-    """Wait (interruptibly) until interrupted operations are undone; False if some still run
-    after ``timeout`` seconds (they are logged, and left to finish)."""
-    with _pending_lock:
-        threads = [t for t in _pending if t.is_alive()]
-    for thread in threads:
-        thread.join(timeout)
-        if thread.is_alive():
-            log.warning("an interrupted cluster operation is still being undone (%s)", thread.name)
-            return False
-    return True
+    def wait_pending(self, timeout: float = UNDO_WAIT) -> bool:
+        """Wait (interruptibly) until interrupted operations are undone; False if some still
+        run after ``timeout`` seconds (they are logged, and left to finish)."""
+        with self._lock:
+            threads = [t for t in self._pending if t.is_alive()]
+        for thread in threads:
+            thread.join(timeout)
+            if thread.is_alive():
+                log.warning(
+                    "an interrupted cluster operation is still being undone (%s)", thread.name
+                )
+                return False
+        return True
 
-
-def _before_close() -> None:
-    """On ``%unload_ext`` and the kernel's shutdown, before the cluster is closed: interrupted
-    operations are undone first (a shorter wait: the kernel may be about to be killed)."""
-    wait_pending(timeout=SHUTDOWN_WAIT)
+    def before_close(self) -> None:
+        """On ``%unload_ext`` and the kernel's shutdown, before the cluster is closed:
+        interrupted operations are undone first (a shorter wait: the kernel may be about to be
+        killed)."""
+        self.wait_pending(timeout=SHUTDOWN_WAIT)

@@ -51,12 +51,12 @@ WAIT = 60.0
 
 
 class Prewarm:
-    """The imports of a first start, made once a shell is idle after a cell: one per kernel
-    process (:data:`this_kernel`, whose methods the module's functions are); a test can make
-    others. ``idle``: seconds without a cell after which they begin."""
+    """The imports of a first start, made once a shell is idle after a cell: one per kernel,
+    held by the kernel's cluster (:class:`.session.KernelCluster`); a test can make others.
+    ``idle``: seconds without a cell after which they begin."""
 
-    def __init__(self, idle: float = IDLE) -> None:
-        self.idle = idle
+    def __init__(self, idle: float | None = None) -> None:
+        self.idle = IDLE if idle is None else idle
         self._lock = threading.Lock()
         self._shell: Any = None
         self._timer: threading.Timer | None = None  # armed after a cell; imports on its thread
@@ -185,12 +185,3 @@ def _optional() -> list[str]:
         if config.get("nvml") and nvml.devices():
             names.append("dask_cuda")
     return names
-
-
-#: this kernel's imports ahead of its first start
-this_kernel = Prewarm()
-after_cell = this_kernel.after_cell
-cancel = this_kernel.cancel
-wait = this_kernel.wait
-under_way = this_kernel.under_way
-join = this_kernel.join

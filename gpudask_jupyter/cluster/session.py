@@ -50,12 +50,14 @@ from .gateway import GatewayCluster
 from .gpu_bindings import GpuBindings
 from .join import JoinedWorkers, Retirement, worker_name
 from .kinds import Kind
+from .operations import Operations
 from .options import (
     ATTACH_TIMEOUT,
     LEAVE_TIMEOUT,
     StartOptions,
     temporary_tls,
 )
+from .prewarm import Prewarm
 from .room import caps as room_caps
 from .room import holder as room_holder
 from .security import Access
@@ -122,16 +124,18 @@ class ClusterSession:
 
     Examples
     --------
-    Before ``%gpu_cluster start`` (or ``attach``, ``join``) the kernel has no session:
+    Before ``%gpu_cluster start`` (or ``attach``, ``join``) the kernel has no session (the
+    extension holds one :class:`KernelCluster` per kernel; a new one here):
 
-    >>> from gpudask_jupyter.cluster.session import current
-    >>> print(current())
+    >>> from gpudask_jupyter.cluster.session import KernelCluster
+    >>> kernel = KernelCluster()
+    >>> print(kernel.current())
     None
 
     After it, the session holds what the magic made (on a machine without a GPU, a CPU
     cluster):
 
-    >>> session = current()  # doctest: +SKIP
+    >>> session = kernel.current()  # doctest: +SKIP
     >>> session.mode, session.address  # doctest: +SKIP
     ('gpu', 'tls://127.0.0.1:...')
     >>> session.client.submit(sum, [1, 2]).result()  # doctest: +SKIP
@@ -159,6 +163,7 @@ class ClusterSession:
         self._closed = False
         self._dashboard: str | None = None
         self._created = time.time()  # the registry entry's, kept when it is written again
+        self.owner: KernelCluster | None = None  # the kernel's, once it holds the session
         self.stopped_at: float | None = None  # when this kernel began to close it
 
     # -- construction ---------------------------------------------------------------------------
@@ -232,7 +237,6 @@ class ClusterSession:
         _record_tasks(client)
         gpu_time.install(client)
         session._register()
-        _set_current(session)
         return session
 
     @classmethod
@@ -297,7 +301,6 @@ class ClusterSession:
         session = cls(client, kinds.Attached(), [], tls_files=target.tls_files())
         gpu_time.install(client)
         session._register()
-        _set_current(session)
         return session
 
     @classmethod
@@ -321,7 +324,6 @@ class ClusterSession:
         session = cls(client, kinds.Gateway(made), [], tls_files=tls)
         gpu_time.install(client)
         session._register()
-        _set_current(session)
         return session
 
     @classmethod
@@ -393,7 +395,6 @@ class ClusterSession:
         gpu_time.install(client)
         joined.on_change = session._register  # the server marks our workers by their addresses
         session._register()
-        _set_current(session)
         return session
 
     def note_room(self) -> None:
@@ -482,16 +483,16 @@ class ClusterSession:
 
         Examples
         --------
-        The kernel's session; without one, :func:`require_current` says how to get one:
+        The kernel's session; without one, :meth:`KernelCluster.require` says how to get one:
 
-        >>> from gpudask_jupyter.cluster.session import require_current
-        >>> require_current().workers()
+        >>> from gpudask_jupyter.cluster.session import KernelCluster
+        >>> KernelCluster().require().workers()
         Traceback (most recent call last):
         ...
         gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
         %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
 
-        >>> list(require_current().workers())  # doctest: +SKIP
+        >>> list(session.workers())  # doctest: +SKIP
         ['tls://127.0.0.1:...', 'tls://127.0.0.1:...']
         """
         if not self.alive:
@@ -552,14 +553,14 @@ class ClusterSession:
 
         Examples
         --------
-        >>> from gpudask_jupyter.cluster.session import require_current
-        >>> require_current().scale(2)
+        >>> from gpudask_jupyter.cluster.session import KernelCluster
+        >>> KernelCluster().require().scale(2)
         Traceback (most recent call last):
         ...
         gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
         %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
 
-        >>> require_current().scale(1)  # doctest: +SKIP
+        >>> session.scale(1)  # doctest: +SKIP
         """
         self.kind.scale(self, n)
 
@@ -581,14 +582,14 @@ class ClusterSession:
 
         Examples
         --------
-        >>> from gpudask_jupyter.cluster.session import require_current
-        >>> require_current().adapt(1, 8)
+        >>> from gpudask_jupyter.cluster.session import KernelCluster
+        >>> KernelCluster().require().adapt(1, 8)
         Traceback (most recent call last):
         ...
         gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
         %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
 
-        >>> require_current().adapt(1, 8)  # after start --gateway  # doctest: +SKIP
+        >>> session.adapt(1, 8)  # after start --gateway  # doctest: +SKIP
         """
         self.kind.adapt(self, minimum, maximum)
 
@@ -606,14 +607,14 @@ class ClusterSession:
 
         Examples
         --------
-        >>> from gpudask_jupyter.cluster.session import require_current
-        >>> require_current().restart()
+        >>> from gpudask_jupyter.cluster.session import KernelCluster
+        >>> KernelCluster().require().restart()
         Traceback (most recent call last):
         ...
         gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
         %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
 
-        >>> require_current().restart()  # doctest: +SKIP
+        >>> session.restart()  # doctest: +SKIP
         """
         if not self.alive:
             raise ClusterError(self.gone())
@@ -650,14 +651,14 @@ class ClusterSession:
 
         Examples
         --------
-        >>> from gpudask_jupyter.cluster.session import require_current
-        >>> require_current().leave()
+        >>> from gpudask_jupyter.cluster.session import KernelCluster
+        >>> KernelCluster().require().leave()
         Traceback (most recent call last):
         ...
         gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
         %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
 
-        >>> session = require_current()  # doctest: +SKIP
+        >>> session = kernel.require()  # doctest: +SKIP
         >>> print(session.leave().describe(session.address))  # doctest: +SKIP
         2 workers of this kernel left the cluster at tcp://10.0.0.5:8786; the scheduler moved
         the data they held to its other workers first.
@@ -690,15 +691,16 @@ class ClusterSession:
 
         Examples
         --------
-        :func:`close_current` closes the kernel's session, if there is one:
+        :meth:`KernelCluster.close` closes the kernel's session, if there is one:
 
-        >>> from gpudask_jupyter.cluster.session import close_current, current
-        >>> close_current()  # no session: nothing to close
+        >>> from gpudask_jupyter.cluster.session import KernelCluster
+        >>> kernel = KernelCluster()
+        >>> kernel.close()  # no session: nothing to close
         False
 
         A closed session says so, and what still helps:
 
-        >>> session = current()  # doctest: +SKIP
+        >>> session = kernel.current()  # doctest: +SKIP
         >>> session.close()  # doctest: +SKIP
         >>> session.workers()  # doctest: +SKIP
         Traceback (most recent call last):
@@ -709,8 +711,8 @@ class ClusterSession:
         if self._closed:
             return
         alive = self.alive
-        if alive:
-            _before_close(self)
+        if alive and self.owner is not None:
+            self.owner.before_closing(self)
         self._closed = True
         self.stopped_at = time.time()
         self.kind.quiet()
@@ -726,26 +728,8 @@ class ClusterSession:
         else:
             room_holder.set_workers([])
         self.main_guard.release()
-        if current() is self:
-            _set_current(None)
-
-
-_close_hooks: list[Callable[[ClusterSession], object]] = []
-
-
-def before_close(hook: Callable[[ClusterSession], object]) -> None:
-    """Call ``hook(session)`` when a live session is about to close, while its scheduler still
-    answers (the kernel's panels take a last look). Registered once per hook."""
-    if hook not in _close_hooks:
-        _close_hooks.append(hook)
-
-
-def _before_close(session: ClusterSession) -> None:
-    for hook in list(_close_hooks):
-        try:
-            hook(session)
-        except Exception:
-            log.warning("a hook before closing the cluster failed", exc_info=True)
+        if self.owner is not None:
+            self.owner.closed(self)
 
 
 def _launched(plan: StartPlan, kernel: str) -> tuple[Any, Any, Any]:
@@ -779,21 +763,48 @@ def _record_tasks(client: Any) -> None:
 # -- the kernel's one session ---------------------------------------------------------------------
 
 
-class KernelSession:
-    """Where a kernel keeps its one session: one per kernel process (:data:`this_kernel`, whose
-    methods the module's functions are); a test can make others."""
+class KernelCluster:
+    """What one kernel runs of its cluster: its one session, the operations on it (run so that
+    Ctrl-C cannot cut one in half) and the imports ahead of its first start. Made by the
+    extension for its kernel (:class:`..magics.extension.Extension`); a test can make several,
+    which do not see each other.
 
-    def __init__(self) -> None:
+    Examples
+    --------
+    A kernel's cluster before ``%gpu_cluster start`` (or ``attach``, ``join``) has no session:
+
+    >>> from gpudask_jupyter.cluster.session import KernelCluster
+    >>> kernel = KernelCluster()
+    >>> print(kernel.current())
+    None
+    >>> kernel.close()  # no session: nothing to close
+    False
+    """
+
+    def __init__(self, imports: Prewarm | None = None) -> None:
+        self.imports = imports if imports is not None else Prewarm()
+        self.operations = Operations(self.imports)
         self._session: ClusterSession | None = None
         self._lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while held
         self._registered = False
+        self._close_hooks: list[Callable[[ClusterSession], object]] = []
 
     def current(self) -> ClusterSession | None:
         return self._session
 
     def require(self) -> ClusterSession:
         """The kernel's session, for the subcommands that manage one; an error says how to get
-        one."""
+        one.
+
+        Examples
+        --------
+        >>> from gpudask_jupyter.cluster.session import KernelCluster
+        >>> KernelCluster().require().workers()
+        Traceback (most recent call last):
+        ...
+        gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
+        %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
+        """
         session = self._session
         if session is None:
             raise ClusterError(
@@ -803,14 +814,50 @@ class KernelSession:
         return session
 
     def set(self, session: ClusterSession | None) -> None:
+        """Hold ``session`` as the kernel's (None: none); it tells this when it has closed."""
         with self._lock:
             self._session = session
+            if session is not None:
+                session.owner = self
             if session is not None and not self._registered:
                 atexit.register(self.close)
                 lifecycle.on_unload(self.forget, lifecycle.FIRST)
                 lifecycle.on_unload(self.close, lifecycle.CLUSTER)
                 lifecycle.on_unload(end_resource_tracker, lifecycle.MEMORY)
                 self._registered = True
+
+    def hold(self, session: ClusterSession) -> ClusterSession:
+        """:meth:`set` ``session`` as the kernel's, and return it."""
+        self.set(session)
+        return session
+
+    def unregister(self) -> None:
+        """Forget the closers :meth:`set` registered: the extension that held this is gone
+        (its cluster closed first by them)."""
+        with self._lock:
+            if self._registered:
+                atexit.unregister(self.close)
+                lifecycle.drop(self.forget, self.close)
+                self._registered = False
+
+    def closed(self, session: ClusterSession) -> None:
+        """``session`` has closed: the kernel no longer holds it (if it still did)."""
+        with self._lock:
+            if self._session is session:
+                self._session = None
+
+    def before_close(self, hook: Callable[[ClusterSession], object]) -> None:
+        """Call ``hook(session)`` when a live session of this kernel is about to close, while
+        its scheduler still answers (the kernel's panels take a last look). Once per hook."""
+        if hook not in self._close_hooks:
+            self._close_hooks.append(hook)
+
+    def before_closing(self, session: ClusterSession) -> None:
+        for hook in list(self._close_hooks):
+            try:
+                hook(session)
+            except Exception:
+                log.warning("a hook before closing the cluster failed", exc_info=True)
 
     def close(self, release_room: bool = True) -> bool:
         """Close the session if there is one; True if something was closed."""
@@ -828,15 +875,6 @@ class KernelSession:
         session = self._session
         if session is not None:
             registry.remove_entry(session.kernel_id)  # the TLS files stay until it closes
-
-
-#: this kernel's session
-this_kernel = KernelSession()
-current = this_kernel.current
-require_current = this_kernel.require
-_set_current = this_kernel.set
-close_current = this_kernel.close
-forget_current = this_kernel.forget
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ def _package() -> Any:
 
 class KernelCells:
     """The kernel's one :class:`.cells.CellLog`, registered on IPython's cell events while the
-    extension is loaded."""
+    extension is loaded (the extension holds it: :class:`..magics.extension.Extension`)."""
 
     def __init__(self) -> None:
         self.log: CellLog | None = None
@@ -94,14 +94,10 @@ class KernelCells:
                 self.log.source.close()
         self.log, self._shell = None, None
 
-
-kernel_cells = KernelCells()
-
-
-def note_moved(direction: str, nbytes: int | None) -> None:
-    """What a ``%%to_gpu`` / ``%%to_cpu`` moved, for the running cell's figures."""
-    if kernel_cells.log is not None and nbytes:
-        kernel_cells.log.note_moved(direction, nbytes)
+    def note_moved(self, direction: str, nbytes: int | None) -> None:
+        """What a ``%%to_gpu`` / ``%%to_cpu`` moved, for the running cell's figures."""
+        if self.log is not None and nbytes:
+            self.log.note_moved(direction, nbytes)
 
 
 # -- %gpu_cluster profile ------------------------------------------------------------------------
@@ -170,12 +166,14 @@ class Profile:
         return table
 
 
-def profile(client: Any, cell: int | None = None, seconds: float | None = None) -> Profile:
-    """GPU time per prefix of the cluster, and of the kernel's own work, in cell ``cell`` (its
+def profile(
+    client: Any, kernel: KernelCells, cell: int | None = None, seconds: float | None = None
+) -> Profile:
+    """GPU time per prefix of the cluster, and of ``kernel``'s own work, in cell ``cell`` (its
     number; default the last finished cell) or the last ``seconds``."""
     from ..errors import GpuDaskError
 
-    cells = kernel_cells.log
+    cells = kernel.log
     if seconds is not None:
         stop = time.time()
         start, title, found = stop - seconds, f"GPU time in the last {seconds:g} s", None

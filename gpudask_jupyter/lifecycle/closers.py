@@ -45,6 +45,13 @@ def on_unload(closer: Callable[[], object], stage: Stage) -> None:
         _closers.setdefault(closer, stage)
 
 
+def drop(*closers: Callable[[], object]) -> None:
+    """Forget ``closers`` (what they would close is gone with its owner)."""
+    with _lock:
+        for closer in closers:
+            _closers.pop(closer, None)
+
+
 def unload() -> None:
     """Run every registered closer once, by stage; they stay registered for the next load."""
     with _lock:

@@ -12,7 +12,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -25,10 +25,22 @@ from . import cell_parsers, parsers
 from .shared_arguments import Spec
 
 if TYPE_CHECKING:
-    from ..cluster.session import ClusterSession
+    from ..cluster.session import ClusterSession, KernelCluster
     from ..convert import Direction
+    from ..gpu_time.kernel import KernelCells
+    from ..widget.shared_monitor import KernelView
 
 log = logging.getLogger(__name__)
+
+
+class Kernel(Protocol):
+    """What the magics work on: the kernel's parts the extension holds
+    (:class:`.extension.Extension`)."""
+
+    cluster: KernelCluster
+    view: KernelView
+    cells: KernelCells
+
 
 Handler = Callable[["GpuDaskMagics", argparse.Namespace], Any]
 H = TypeVar("H", bound=Handler)
@@ -48,13 +60,10 @@ def _subcommand(spec: Spec) -> Callable[[H], H]:
     return register
 
 
-def _note_moved(direction: str, report: Any) -> None:
+def _moved(report: Any) -> int:
     """What a %%to_gpu / %%to_cpu moved, counted in its cell's GPU time (``%gpu_cluster
     profile``): the bytes it reported, not a source's guess."""
-    from ..gpu_time import kernel as gpu_time
-
-    moved = sum(m.nbytes or 0 for m in report.moved if m.path != "lazy")
-    gpu_time.note_moved("htod" if direction == "gpu" else "dtoh", moved)
+    return sum(m.nbytes or 0 for m in report.moved if m.path != "lazy")
 
 
 def _user_error(err: GpuDaskError) -> UsageError:
@@ -83,14 +92,6 @@ def _gateway_options_help(spec: Any, line: str) -> None:
         return
     print(f"Cluster options of dask-gateway at {plan.address} (--option NAME=VALUE):")
     print(f"  {offered.describe()}")
-
-
-def _settle_imports() -> None:
-    """:func:`..cluster.prewarm.under_way`, before a command imports on the main thread (a
-    function of its own so that the module is imported only when a command runs)."""
-    from ..cluster import prewarm
-
-    prewarm.under_way()
 
 
 def _warn(message: str) -> None:
@@ -165,7 +166,12 @@ def _convert(
 
 @magics_class
 class GpuDaskMagics(Magics):
-    """``%gpu_cluster``; options settable with ``%config GpuDaskMagics.<option> = value``."""
+    """``%gpu_cluster``; options settable with ``%config GpuDaskMagics.<option> = value``.
+    ``extension``: what the extension runs for this kernel, which the magics work on."""
+
+    def __init__(self, shell: Any, extension: Kernel, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.extension = extension
 
     # one trait per option of config.OPTIONS, so a new option is settable with %config at once
     locals().update({option.attr: _option_trait(option) for option in config.OPTIONS.values()})
@@ -201,7 +207,7 @@ class GpuDaskMagics(Magics):
             return None
         try:
             if sub in _OPERATIONS:
-                _settle_imports()
+                self.extension.cluster.imports.under_way()
             return _handlers[spec](self, args)
         except GpuDaskError as err:
             raise _user_error(err) from None
@@ -226,12 +232,16 @@ class GpuDaskMagics(Magics):
         if args.gateway is not None:
             plan = parsers.gateway_plan(args)
             print(f"Asking dask-gateway at {plan.address} for a cluster…", flush=True)
-            session, new = commands.start_gateway(plan, args.replace, warn=_warn)
+            session, new = commands.start_gateway(
+                self.extension.cluster, plan, args.replace, warn=_warn
+            )
             return self._summarise(session) if new else session.client
         if args.option or args.auth:
             raise UsageError("--option and --auth are for a cluster of dask-gateway: add --gateway")
         opts = parsers.start_options(args)
-        session, new = commands.start(opts, args.replace, warn=_warn, starting=starting)
+        session, new = commands.start(
+            self.extension.cluster, opts, args.replace, warn=_warn, starting=starting
+        )
         return self._summarise(session) if new else session.client
 
     @_subcommand(parsers.attach)
@@ -241,11 +251,19 @@ class GpuDaskMagics(Magics):
         if args.gateway is not None:
             if args.address or args.scheduler_file:
                 raise UsageError("attach --gateway NAME takes no scheduler address: the gateway's")
-            session, new = commands.start_gateway(parsers.gateway_plan(args), args.replace, _warn)
+            session, new = commands.start_gateway(
+                self.extension.cluster, parsers.gateway_plan(args), args.replace, _warn
+            )
             return self._summarise(session) if new else session.client
         tls = (args.tls_ca_file, args.tls_cert, args.tls_key)
         session, new = commands.attach(
-            args.address, args.scheduler_file, args.replace, args.timeout, tls, warn=_warn
+            self.extension.cluster,
+            args.address,
+            args.scheduler_file,
+            args.replace,
+            args.timeout,
+            tls,
+            warn=_warn,
         )
         return self._summarise(session) if new else session.client
 
@@ -262,14 +280,16 @@ class GpuDaskMagics(Magics):
             print(f"Joining {target.address}…", flush=True)
 
         opts = parsers.join_options(args)
-        session, new = commands.join(target, opts, args.replace, args.timeout, _warn, joining)
+        session, new = commands.join(
+            self.extension.cluster, target, opts, args.replace, args.timeout, _warn, joining
+        )
         return self._summarise(session) if new else session.client
 
     @_subcommand(parsers.leave)
     def _leave(self, args: argparse.Namespace) -> None:
         from ..cluster import commands
 
-        session, retirement = commands.leave(args.timeout)
+        session, retirement = commands.leave(self.extension.cluster, args.timeout)
         if session is None or retirement is None:
             print("No cluster to leave.")
             return
@@ -285,10 +305,9 @@ class GpuDaskMagics(Magics):
     @_subcommand(parsers.status)
     def _status(self, args: argparse.Namespace) -> None:
         from ..cluster import tables
-        from ..cluster.session import current
         from ..convert.distribute import watch
 
-        session = current()
+        session = self.extension.cluster.current()
         damaged = watch.notes()  # spread collections that lost partitions
         try:
             if session is None:
@@ -314,7 +333,7 @@ class GpuDaskMagics(Magics):
         if args.adapt is not None:
             if args.n is not None:
                 raise UsageError("scale N or scale --adapt MIN MAX, not both")
-            commands.adapt(*args.adapt)
+            commands.adapt(self.extension.cluster, *args.adapt)
             print(
                 f"dask-gateway scales the cluster between {args.adapt[0]} and {args.adapt[1]} "
                 "workers as work comes."
@@ -325,20 +344,22 @@ class GpuDaskMagics(Magics):
                 f"scale needs a number of workers (or --adapt MIN MAX)\n"
                 f"{parsers.usage(parsers.parser_of(parsers.scale))}"
             )
-        print(*commands.scaled_lines(args.n, commands.scale(args.n)), sep="\n")
+        print(
+            *commands.scaled_lines(args.n, commands.scale(self.extension.cluster, args.n)), sep="\n"
+        )
 
     @_subcommand(parsers.restart)
     def _restart(self, args: argparse.Namespace) -> None:
         from ..cluster import commands
 
-        commands.restart()
+        commands.restart(self.extension.cluster)
         print(commands.RESTARTED)
 
     @_subcommand(parsers.stop)
     def _stop(self, args: argparse.Namespace) -> None:
         from ..cluster import commands
 
-        print(*commands.stopped_lines(*commands.stop(args.keep)), sep="\n")
+        print(*commands.stopped_lines(*commands.stop(self.extension.cluster, args.keep)), sep="\n")
 
     @_subcommand(parsers.gateway)
     def _gateway(self, args: argparse.Namespace) -> None:
@@ -368,7 +389,7 @@ class GpuDaskMagics(Magics):
             options["interval"] = args.interval
         if args.history is not None:
             options["history"] = args.history
-        show_panel(text=True if args.text else None, **options)
+        show_panel(text=True if args.text else None, view=self.extension.view, **options)
 
     @_subcommand(parsers.room)
     def _room(self, args: argparse.Namespace) -> None:
@@ -378,14 +399,13 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.profile)
     def _profile(self, args: argparse.Namespace) -> Any:
-        from ..cluster.session import current
         from ..gpu_time import kernel as gpu_time
 
         if args.cell is not None and args.seconds is not None:
             raise UsageError("--cell and --seconds choose the same thing: give one of them")
-        session = current()
+        session = self.extension.cluster.current()
         client = session.client if session is not None and session.alive else None
-        found = gpu_time.profile(client, cell=args.cell, seconds=args.seconds)
+        found = gpu_time.profile(client, self.extension.cells, cell=args.cell, seconds=args.seconds)
         table = found.table()
         print(table.title)
         for note in table.notes:
@@ -443,7 +463,7 @@ class GpuDaskMagics(Magics):
             names = before.changed(namespace)
         names = [name for name in names if name not in set(args.exclude)]
         try:
-            _settle_imports()
+            self.extension.cluster.imports.under_way()
             report, unavailable = _convert(args, direction, namespace, names)
         except GpuDaskError as err:
             raise _user_error(err) from None
@@ -458,6 +478,6 @@ class GpuDaskMagics(Magics):
             message = notice_once(why)
             if message:
                 _warn(message)
-        _note_moved(direction, report)
+        self.extension.cells.note_moved("htod" if direction == "gpu" else "dtoh", _moved(report))
         if not args.quiet and (report.moved or report.skipped):
             _display(report.table())

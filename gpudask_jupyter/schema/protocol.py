@@ -24,7 +24,7 @@ ControlAction = Literal["start", "stop", "restart", "scale", "detach"]
 CONTROL_ACTIONS: tuple[ControlAction, ...] = ("start", "stop", "restart", "scale", "detach")
 """Every action, in the order the views offer them."""
 
-CONTROL_MODULE = "gpudask_jupyter.cluster.controls"
+CONTROL_MODULE = "gpudask_jupyter.widget.sidebar_actions"
 """The module whose ``run_json(action, n)`` the sidebar runs in the kernel."""
 
 RESULT_PREFIX = "GPUDASK_CONTROL_RESULT "

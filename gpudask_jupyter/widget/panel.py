@@ -7,8 +7,9 @@ its own thread; each panel sends its views only what is new since the last frame
 message, and only while a view is there: the view says ``hello`` when it is drawn and ``bye``
 when it is disposed (re-running the cell, closing the output), so a panel nobody sees costs
 nothing, and the sampler stops with the last view. The views' buttons arrive as ``control``
-messages and run through :mod:`..cluster.controls`. The first panel registers :func:`close_all` with
-:mod:`..lifecycle`, so ``%unload_ext`` closes every panel and stops the sampler.
+messages and run on the kernel's cluster (:meth:`.shared_monitor.KernelView.control`). Every
+panel belongs to its kernel's view (:class:`.shared_monitor.KernelView`), which the extension
+closes on ``%unload_ext``: every panel, and the sampler.
 
 Where no widget front end exists (a terminal, ``jupyter console``), :func:`show_panel` prints a
 text snapshot instead (:mod:`.snapshot`), and the widget's ``text/plain`` is that snapshot, which
@@ -18,17 +19,14 @@ executed notebooks keep.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
-import weakref
 from pathlib import Path
 from typing import Any
 
 import anywidget
 import traitlets
 
-from .. import lifecycle
 from ..monitor import Cursor
 from ..schema.frame import DEFAULT_HISTORY, DEFAULT_INTERVAL, clamp_history, clamp_interval
 from ..schema.protocol import (
@@ -39,7 +37,7 @@ from ..schema.protocol import (
     KernelMessage,
 )
 from .routing import on_main_thread, route
-from .shared_monitor import KEY, kernel_monitor, stop_kernel_monitor
+from .shared_monitor import KEY, KernelView, in_a_kernel, this_kernel_view
 from .snapshot import snapshot_text
 
 log = logging.getLogger(__name__)
@@ -53,8 +51,6 @@ UNANNOUNCED_FOR = 600.0
 """Seconds a displayed panel sends frames while cells run with no view having said hello."""
 IDLE_GRACE = 3.0
 """Seconds it goes on once the cells have run: a front end's hello comes then, or none will."""
-
-_panels: weakref.WeakSet[Panel] = weakref.WeakSet()
 
 
 def _bundle() -> Path:
@@ -87,6 +83,9 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         Also list your GPU processes (other users' only as a count).
     paused : bool, default False
         Stop sending new samples to the views until set to False again.
+    view : KernelView, optional
+        The kernel whose cluster it shows: by default the one this runs in (loading the
+        extension there, as ``%load_ext gpudask_jupyter`` would).
     **kwargs
         Passed on to ``anywidget.AnyWidget`` (``layout``, for example).
 
@@ -129,7 +128,7 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
     history = traitlets.Float(DEFAULT_HISTORY).tag(sync=True)
     processes = traitlets.Bool(False).tag(sync=True)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, view: KernelView | None = None, **kwargs: Any) -> None:
         from .. import config
 
         kwargs.setdefault("interval", config.get("refresh-interval"))
@@ -140,11 +139,11 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         self._token: int | None = None
         self._unannounced_until = 0.0  # monotonic; see _expect_view
         self._send_lock = threading.RLock()
-        lifecycle.on_unload(close_all, lifecycle.VIEWS)
-        self._monitor = kernel_monitor()
+        self._view = view if view is not None else this_kernel_view()
+        self._monitor = self._view.monitor()
         self.on_msg(self._on_message)
         route(self.comm)
-        _panels.add(self)
+        self._view.add(self)
 
     @traitlets.validate("interval")
     def _valid_interval(self, proposal: dict[str, Any]) -> float:
@@ -195,7 +194,8 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         any time (from the sampler's thread), so the panel starts as if a view had said hello,
         until one does (its hello then brings a fresh snapshot). Where no front end draws it
         (a notebook executed by nbconvert), nobody ever will: the frames stop
-        :data:`IDLE_GRACE` seconds after the cells have run (:func:`_cells_ran`)."""
+        :data:`IDLE_GRACE` seconds after the cells have run
+        (:meth:`.shared_monitor.KernelView._cells_ran`)."""
         with self._send_lock:
             if self._views or self.paused:
                 return
@@ -206,7 +206,6 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
                 self._token = self._monitor.subscribe(
                     self._tick, self.interval, self.history, self.processes
                 )
-        _watch_cells()
 
     def _cells(self, running: bool) -> None:
         """A cell starts (``running``) or has run: while cells run the unannounced frames go
@@ -275,12 +274,10 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
     def _control(self, content: dict[str, Any]) -> None:
         """A button of a view: run it (on the kernel's main thread, after any running cell:
         :mod:`.routing`) and answer with its result."""
-        from ..cluster import controls
-
         ident: Any = content.get("id")  # echoed as the view sent it
         n = content.get("n")
         self._send_to_views(ControlStartedMessage(type="control-started", id=ident))
-        result = controls.run(str(content.get("action")), n if isinstance(n, int) else None)
+        result = self._view.control(str(content.get("action")), n if isinstance(n, int) else None)
         self._send_to_views(ControlResultMessage(type="control-result", id=ident, **result))
 
     # -- text ----------------------------------------------------------------------------------
@@ -295,7 +292,11 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
             return None
         self._expect_view()
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-        return {**data, PANEL_MIME: {}, "text/plain": snapshot_text(REPR_WAIT)}, metadata
+        return {
+            **data,
+            PANEL_MIME: {},
+            "text/plain": snapshot_text(self._view, REPR_WAIT),
+        }, metadata
 
     def close(self) -> None:
         with self._send_lock:
@@ -304,70 +305,27 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
         super().close()
 
 
-def close_all() -> None:
-    """Close every panel of the kernel, then stop the sampler they shared (``%unload_ext``)."""
-    global _watching
-    for panel in list(_panels):
-        panel.close()
-    stop_kernel_monitor()
-    if _watching is not None:
-        for event, callback in (("pre_run_cell", _cell_starts), ("post_run_cell", _cells_ran)):
-            try:
-                _watching.events.unregister(event, callback)
-            except ValueError:
-                log.debug("%s was not registered", event)
-        _watching = None
-
-
-_watching: Any = None  # the shell whose cells the panels follow
-
-
-def _cell_starts(*_: Any) -> None:
-    for panel in list(_panels):
-        panel._cells(running=True)
-
-
-def _cells_ran(*_: Any) -> None:
-    for panel in list(_panels):
-        panel._cells(running=False)
-
-
-def _watch_cells() -> None:
-    """Tell the panels when cells start and end (IPython's events), once per shell."""
-    global _watching
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is None or shell is _watching:
-        return
-    shell.events.register("pre_run_cell", _cell_starts)
-    shell.events.register("post_run_cell", _cells_ran)
-    _watching = shell
-
-
 def widget_front_end() -> bool:
     """Whether a widget can be drawn where this runs: in an IPython kernel (JupyterLab, Notebook,
     VS Code, Voilà, nbconvert/papermill keep the widget and its text), not in a terminal."""
-    shell_module = sys.modules.get("ipykernel.zmqshell")
-    if shell_module is None:
-        return False
-    from IPython import get_ipython
-
-    return isinstance(get_ipython(), shell_module.ZMQInteractiveShell)
+    return in_a_kernel()
 
 
-def show_panel(text: bool | None = None, **options: Any) -> Panel | None:
+def show_panel(
+    text: bool | None = None, view: KernelView | None = None, **options: Any
+) -> Panel | None:
     """What ``%gpu_cluster panel`` shows: a live panel with ``options`` (interval, history,
     processes) in the cell's output; or, with ``text`` (default: where no widget front end
     exists), a text snapshot printed once, starting nothing. The one entry point of the magic,
     so the choice of what to show where lives here, beside the panel."""
     if text is None:
         text = not widget_front_end()
+    view = view if view is not None else this_kernel_view()
     if text:
-        print(snapshot_text(), flush=True)
+        print(snapshot_text(view), flush=True)
         return None
     from IPython.display import display
 
-    panel = Panel(**options)
+    panel = Panel(view, **options)
     display(panel)
     return panel

@@ -16,7 +16,7 @@ from ..monitor import Monitor
 from ..monitor.trackers import CALL_TIMEOUT
 from ..schema.frame import WORKER_COUNTS, DeviceReading, Frame, WorkerInfo
 from ..text.units import format_bytes, format_seconds
-from .shared_monitor import KEY, kernel_sources, running_monitor
+from .shared_monitor import KEY, KernelView
 
 log = logging.getLogger(__name__)
 
@@ -24,12 +24,12 @@ MAX_ROWS = 12
 """Workers and progress rows listed; the rest are counted."""
 
 
-def snapshot_frame(wait: float = CALL_TIMEOUT) -> Frame:
+def snapshot_frame(view: KernelView, wait: float = CALL_TIMEOUT) -> Frame:
     """The kernel's frame now; ``wait``: how long a one-off reading waits for the scheduler."""
-    monitor = running_monitor()
+    monitor = view.running()
     if monitor is not None and monitor.ticks:
         return monitor.frame(KEY)[0]
-    monitor = Monitor(kernel_sources)
+    monitor = Monitor(view.sources)
     try:
         monitor.tick(wait=wait)
         return monitor.frame(KEY)[0]
@@ -37,9 +37,10 @@ def snapshot_frame(wait: float = CALL_TIMEOUT) -> Frame:
         monitor.stop()
 
 
-def snapshot_text(wait: float = CALL_TIMEOUT) -> str:
+def snapshot_text(view: KernelView, wait: float = CALL_TIMEOUT) -> str:
+    """The kernel's panel, now, as text."""
     try:
-        return frame_text(snapshot_frame(wait))
+        return frame_text(snapshot_frame(view, wait))
     except Exception as err:  # a text fallback must not fail the cell that asked for it
         log.debug("the panel's text snapshot failed", exc_info=True)
         return f"GPU Dask panel: no snapshot ({type(err).__name__}: {err})"

@@ -1,7 +1,7 @@
 """The sidebar's cluster actions change the real cluster of the notebook's kernel: Scale to two
 workers, then Stop; each shows its progress and its result, and a cell run afterwards sees the
-change. The kernel side of the actions is gpudask_jupyter.cluster.controls (run_json prints one
-GPUDASK_CONTROL_RESULT line)."""
+change. The kernel side of the actions is gpudask_jupyter.widget.sidebar_actions (run_json
+prints one GPUDASK_CONTROL_RESULT line)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ pytestmark = pytest.mark.timeout(400)
 
 SIDEBAR = "#gpudask-sidebar"
 CHECK = (
-    "from gpudask_jupyter.cluster import session as _cluster\n"
-    "_s = _cluster.current()\n"
+    "from gpudask_jupyter.magics.extension import Extension as _Extension\n"
+    "_s = _Extension.of(get_ipython()).cluster.current()\n"
     "_n = len(_s.client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.workers)))"
     " if _s is not None and _s.alive else 0\n"
     "print('WORKERS', _n, 'ALIVE', _s is not None and _s.alive)"

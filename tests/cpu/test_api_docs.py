@@ -28,6 +28,7 @@ MODULES = (
     "gpudask_jupyter.cluster.session",
 )
 SESSION = "gpudask_jupyter.cluster.session.ClusterSession"
+KERNEL = "gpudask_jupyter.cluster.session.KernelCluster"
 
 #: each documented object (by its qualified name) and the numpydoc sections it must have
 SECTIONS: dict[str, tuple[str, ...]] = {
@@ -44,6 +45,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     f"{SESSION}.restart": ("Raises", "Examples"),
     f"{SESSION}.leave": ("Parameters", "Returns", "Raises", "Examples"),
     f"{SESSION}.close": ("Parameters", "Examples"),
+    KERNEL: ("Examples",),
+    f"{KERNEL}.require": ("Examples",),
 }
 
 

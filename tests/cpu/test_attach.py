@@ -8,10 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 from IPython.core.error import UsageError
-from support import DaskProcesses, free_port, write_tls_files
+from support import DaskProcesses, free_port, this_kernel, write_tls_files
 
 from gpudask_jupyter import registry
-from gpudask_jupyter.cluster import session
 
 
 def test_attach_by_address_then_stop_only_detaches(
@@ -71,7 +70,7 @@ def test_nobody_answering_fails_within_timeout_naming_the_address(shell) -> None
     with pytest.raises(UsageError, match=f"No Dask scheduler answered at {address} within 2 s"):
         shell.run_line_magic("gpu_cluster", f"attach {address} --timeout 2s")
     assert time.monotonic() - started < 10
-    assert session.current() is None
+    assert this_kernel().current() is None
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 from IPython.core.error import UsageError
-
-from gpudask_jupyter.cluster import session
+from support import this_kernel
 
 TIMEOUT = 3.0
 SLACK = 2.0  # the machine may be busy; a hang would take far longer
@@ -40,7 +39,7 @@ def _attach_fails(shell, address: str, match: str) -> str:
     with pytest.raises(UsageError, match=match) as info:
         shell.run_line_magic("gpu_cluster", f"attach {address} --timeout {TIMEOUT:g}s")
     assert time.monotonic() - started < TIMEOUT + SLACK
-    assert session.current() is None
+    assert this_kernel().current() is None
     assert address in str(info.value)
     return str(info.value)
 
@@ -180,7 +179,7 @@ def test_tls_with_the_wrong_certificates_or_to_a_plain_scheduler(shell, tmp_path
         as_tls = plain.scheduler_address.replace("tcp://", "tls://")
         with pytest.raises(UsageError, match="a Dask scheduler answers there without TLS"):
             shell.run_line_magic("gpu_cluster", f"attach {as_tls} {files} --timeout 3s")
-        assert session.current() is None
+        assert this_kernel().current() is None
 
 
 def test_distributed_alone_waits_on_a_silent_port_past_its_timeout(silent_port: int) -> None:

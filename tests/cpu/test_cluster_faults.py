@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support import DaskProcesses, spawned_workers, wait_gone
+from support import DaskProcesses, spawned_workers, this_kernel, wait_gone
 
 from gpudask_jupyter import registry
 from gpudask_jupyter.cluster import session as cluster
@@ -47,7 +47,7 @@ def test_after_client_close_status_says_so_and_stop_cleans_up(
     shell.run_line_magic("gpu_cluster", "stop")  # what the status advised: it works
     assert "Cluster stopped" in capsys.readouterr().out
     assert wait_gone(workers) == []
-    assert cluster.current() is None
+    assert this_kernel().current() is None
     assert registry.read_all(runtime_dir) == {}
     # no TLS keys either; only the stop's note stays while the kernel lives (the sidebar's
     # time of the stop), its undertaker's to remove once the kernel ends
@@ -77,14 +77,14 @@ def test_after_an_attached_scheduler_died(shell, capsys, tmp_path: Path, runtime
         procs.procs[0].kill()  # the scheduler
         procs.procs[0].wait(10)
         deadline = time.monotonic() + 30
-        while cluster.current().alive and time.monotonic() < deadline:
+        while this_kernel().current().alive and time.monotonic() < deadline:
             time.sleep(0.2)
         out = _status(shell, capsys)
         assert f"The cluster at {procs.address} is no longer reachable" in out
         assert "%gpu_cluster stop forgets it" in out
         shell.run_line_magic("gpu_cluster", "stop")
         assert f"Detached from {procs.address}" in capsys.readouterr().out
-        assert cluster.current() is None
+        assert this_kernel().current() is None
         assert registry.read_all(runtime_dir) == {}
     finally:
         procs.close()
@@ -109,7 +109,7 @@ def test_a_paused_scheduler_does_not_hang_status_or_stop(
         started = time.monotonic()
         shell.run_line_magic("gpu_cluster", "stop")
         assert time.monotonic() - started < 20
-        assert cluster.current() is None
+        assert this_kernel().current() is None
         assert registry.read_all(runtime_dir) == {}
     finally:
         procs.procs[0].send_signal(signal.SIGCONT)
@@ -120,7 +120,7 @@ def test_stop_ends_worker_processes_the_close_left(shell) -> None:
     """If the library's close leaves a worker process (a hung worker, a dead scheduler),
     stop ends it: here the cluster's close is made to fail outright."""
     shell.run_line_magic("gpu_cluster", START)
-    session = cluster.current()
+    session = this_kernel().current()
     workers = spawned_workers()
     pids = {w.pid for w in workers}
     assert set(session.pids.known()) == pids
@@ -175,7 +175,7 @@ def test_status_counts_running_ready_and_held_tasks(shell, capsys) -> None:
         return i
 
     running = client.map(wait, range(2), name=gate.name, pure=False)  # one thread: 1 runs
-    _wait_for_counts(cluster.current(), (1, 1, 5))
+    _wait_for_counts(this_kernel().current(), (1, 1, 5))
     out = _status(shell, capsys)
     assert "1 / 1 / 5" in out
     gate.set()
@@ -200,7 +200,7 @@ def test_a_start_refused_before_anything_runs_leaves_nothing(shell, runtime_dir:
 
     with pytest.raises(UsageError, match="cannot listen there"):
         shell.run_line_magic("gpu_cluster", START + " --host 192.0.2.1")  # not ours: no bind
-    assert cluster.current() is None
+    assert this_kernel().current() is None
     assert wait_gone(spawned_workers()) == []
     assert not list(runtime_dir.glob(f"{registry.ENTRY_PREFIX}*"))
 
@@ -218,6 +218,6 @@ def test_a_start_that_fails_leaves_no_key_and_no_process(
     monkeypatch.setattr(Client, "wait_for_workers", never)
     with pytest.raises(UsageError, match="The cluster did not start"):
         shell.run_line_magic("gpu_cluster", START)
-    assert cluster.current() is None
+    assert this_kernel().current() is None
     assert wait_gone(spawned_workers()) == []
     assert not list(runtime_dir.glob(f"{registry.ENTRY_PREFIX}*"))

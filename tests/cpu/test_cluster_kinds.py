@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 from distributed import Client
 from IPython.core.error import UsageError
-from support import DaskProcesses
+from support import DaskProcesses, this_kernel
 
 from gpudask_jupyter import registry
-from gpudask_jupyter.cluster import session as cluster_session
 from gpudask_jupyter.cluster.join import Retirement
 from gpudask_jupyter.cluster.kinds import KINDS, Kind, KindBase
 from gpudask_jupyter.cluster.session import ClusterSession
@@ -56,7 +55,7 @@ def test_a_new_kind_works_through_every_command_unchanged(
     kind = Lent()
     session = ClusterSession(Client(scheduler.address), kind, [])
     session._register()
-    cluster_session.this_kernel.set(session)
+    this_kernel().set(session)
     entry = registry.read_all()[session.kernel_id]
     assert entry.mode == "attached" and entry.workers is None
 
@@ -72,7 +71,7 @@ def test_a_new_kind_works_through_every_command_unchanged(
     shell.run_line_magic("gpu_cluster", "stop")
     assert "Given back to the course." in capsys.readouterr().out
     assert kind.let_go_with == [True] and kind.ended == 1
-    assert cluster_session.current() is None
+    assert this_kernel().current() is None
     assert not registry.path_for(session.kernel_id).exists()
     assert session.client.status == "closed"
     session.close()  # twice: nothing more

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
-from support import spawned_workers, wait_gone
+from support import spawned_workers, this_kernel, wait_gone
 
 from gpudask_jupyter import registry
-from gpudask_jupyter.cluster import session
 from gpudask_jupyter.machine import processes
 
 START = "start --n-workers 2 --threads-per-worker 1 --memory-limit 1GB"
@@ -56,13 +55,13 @@ def test_binds_to_loopback_with_tls_by_default(shell) -> None:
     client = shell.run_line_magic("gpu_cluster", START)
     assert client.scheduler.address.startswith("tls://127.0.0.1:")
     assert all(addr.startswith("tls://127.0.0.1:") for addr in client.scheduler_info()["workers"])
-    assert session.current().dashboard_link.startswith("http://127.0.0.1:")
+    assert this_kernel().current().dashboard_link.startswith("http://127.0.0.1:")
 
 
 def test_require_gpu_is_an_error_and_starts_nothing(shell) -> None:
     with pytest.raises(UsageError, match=r"No usable GPU: .*Nothing was started"):
         shell.run_line_magic("gpu_cluster", "start --require-gpu --n-workers 1")
-    assert session.current() is None
+    assert this_kernel().current() is None
     assert spawned_workers() == []
 
 
@@ -70,7 +69,7 @@ def test_require_gpu_from_config(shell) -> None:
     shell.run_line_magic("config", "GpuDaskMagics.require_gpu = True")
     with pytest.raises(UsageError, match="No usable GPU"):
         shell.run_line_magic("gpu_cluster", "start --n-workers 1")
-    assert session.current() is None
+    assert this_kernel().current() is None
 
 
 def test_gpus_flag_without_gpu_says_so(shell) -> None:
@@ -119,12 +118,12 @@ def test_stop_leaves_no_worker_process_and_removes_registry(shell, runtime_dir: 
     shell.run_line_magic("gpu_cluster", START)
     workers = spawned_workers()
     assert len(workers) == 2
-    entry = registry.path_for(session.current().kernel_id, runtime_dir)
+    entry = registry.path_for(this_kernel().current().kernel_id, runtime_dir)
     assert entry.exists()
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600
     shell.run_line_magic("gpu_cluster", "stop")
     assert wait_gone(workers) == []
-    assert session.current() is None
+    assert this_kernel().current() is None
     assert not entry.exists()
 
 
@@ -136,11 +135,12 @@ def test_unload_and_reload_close_the_cluster(magic: str) -> None:
     ip.run_line_magic("load_ext", "gpudask_jupyter")
     try:
         ip.run_line_magic("gpu_cluster", START)
+        kernel = this_kernel()
         workers = spawned_workers()
         assert len(workers) == 2
         ip.run_line_magic(magic, "gpudask_jupyter")
         assert wait_gone(workers) == []
-        assert session.current() is None
+        assert kernel.current() is None
         if magic == "reload_ext":
             assert "gpu_cluster" in ip.magics_manager.magics["line"]
     finally:
@@ -191,5 +191,5 @@ def test_tls_start_encrypts_and_registers_credentials(shell, runtime_dir: Path) 
 
 def test_dashboard_can_be_switched_off(shell, capsys) -> None:
     shell.run_line_magic("gpu_cluster", START + " --dashboard-address none")
-    assert session.current().dashboard_link is None
+    assert this_kernel().current().dashboard_link is None
     assert "dashboard: http" not in capsys.readouterr().out

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 from local_user import act_as, second_user
-from support import spawned_workers
+from support import spawned_workers, this_kernel
 
 from gpudask_jupyter import registry
-from gpudask_jupyter.cluster import local_users, session
+from gpudask_jupyter.cluster import local_users
 from gpudask_jupyter.cluster.options import StartOptions
 from gpudask_jupyter.cluster.security import decide, is_loopback
 from gpudask_jupyter.errors import ClusterError
@@ -223,19 +223,19 @@ def _cpu_only() -> None:
 def test_refusals_start_nothing(shell, line: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         shell.run_line_magic("gpu_cluster", line)
-    assert session.current() is None and spawned_workers() == []
+    assert this_kernel().current() is None and spawned_workers() == []
 
 
 def test_shared_machine_option_decides_the_dashboard(shell, capsys) -> None:
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'true'")
     shell.run_line_magic("gpu_cluster", START)
     out = capsys.readouterr().out
-    assert session.current().dashboard_link is None
+    assert this_kernel().current().dashboard_link is None
     assert "dashboard: off (other people use this machine: the shared-machine option" in out
     assert "who can reach it: cluster: only holders of this cluster's own TLS" in out
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'false'")
     shell.run_line_magic("gpu_cluster", START + " --replace")
-    assert session.current().dashboard_link.startswith("http://127.0.0.1:")
+    assert this_kernel().current().dashboard_link.startswith("http://127.0.0.1:")
 
 
 # -- a real second local user ---------------------------------------------------------------------
@@ -254,7 +254,7 @@ def test_a_lone_user_beside_an_idle_account_gets_the_dashboard_and_no_room(
     shell.run_line_magic("config", "GpuDaskMagics.room_gpus = 1")
     shell.run_line_magic("gpu_cluster", START)
     out = capsys.readouterr().out
-    assert session.current().dashboard_link.startswith("http://127.0.0.1:"), out
+    assert this_kernel().current().dashboard_link.startswith("http://127.0.0.1:"), out
     assert "room:" not in out and "other people use this machine" not in out, out
 
 
@@ -271,7 +271,7 @@ def test_another_user_cannot_use_a_default_cluster(
         here.wait()
     (entry,) = registry.read_all(runtime_dir).values()
     assert entry.tls is not None
-    http = session.current().kind.cluster.scheduler.http_server.port
+    http = this_kernel().current().kind.cluster.scheduler.http_server.port
     result = act_as(
         other,
         address=client.scheduler.address,
@@ -289,7 +289,7 @@ def test_another_user_cannot_use_a_default_cluster(
 def test_another_user_can_use_a_no_tls_cluster(shell, other: pwd.struct_passwd) -> None:
     """The other side: without TLS the same attempt succeeds, so the test above can fail."""
     client = shell.run_line_magic("gpu_cluster", START + " --no-tls --dashboard-address 0")
-    dashboard = session.current().dashboard_link
+    dashboard = this_kernel().current().dashboard_link
     result = act_as(other, address=client.scheduler.address, url=dashboard)
     assert result.get("ran_as") == os.getuid(), result  # its code ran as the notebook's user
     assert result["http"] == 200  # and it read the dashboard
@@ -310,7 +310,7 @@ def test_without_a_dashboard_the_http_ports_answer_only_health(shell) -> None:
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'true'")
     client = shell.run_line_magic("gpu_cluster", START)
     shell.run_line_magic("gpu_cluster", "scale 2")  # nannies made later get the same routes
-    ports = [session.current().kind.cluster.scheduler.http_server.port]
+    ports = [this_kernel().current().kind.cluster.scheduler.http_server.port]
     ports += [w["services"]["dashboard"] for w in client.scheduler_info()["workers"].values()]
     assert len(ports) == 3
     for port in ports:

@@ -141,7 +141,7 @@ with fork_server.ahead(["json"], {"GPUDASK_TEST_LAUNCH": "yes"}) as launched:
         out["method"] = dask.config.get("distributed.worker.multiprocessing-method")
     out["forked"] = launched.forked
     launched.settle(60)
-known, running = fork_server.this_kernel.running()
+known, running = fork_server.this_process.running()
 out["known"], out["running"] = known is not None, running
 print(json.dumps(out))
 """
@@ -196,7 +196,7 @@ from gpudask_jupyter.cluster import fork_server
 with fork_server.ahead(["json"]) as launched:
     with launched.offered():
         pass
-print(json.dumps({"forked": launched.forked, "running": fork_server.this_kernel.running()[1]}))
+print(json.dumps({"forked": launched.forked, "running": fork_server.this_process.running()[1]}))
 """
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from gateway_server import GatewayServer, gateway_server
 from IPython.core.error import UsageError
-from support import free_port
+from support import free_port, this_view
 from support import run_cell as run
 
 from gpudask_jupyter import registry
@@ -138,9 +138,7 @@ def test_the_panels_frames_carry_the_gateways_workers(shell: Any, hub_env: Gatew
 
     client = shell.run_line_magic("gpu_cluster", "start --gateway --n-workers 2")
     client.submit(sum, [1, 2]).result()
-    from gpudask_jupyter.widget import shared_monitor
-
-    monitor = Monitor(shared_monitor.kernel_sources)
+    monitor = Monitor(this_view().sources)
     try:
         monitor.tick()
         frame, _ = monitor.frame(KEY)

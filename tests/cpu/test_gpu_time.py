@@ -235,11 +235,13 @@ def measured_shell(shell: Any) -> Any:
     """A shell whose kernel and cluster measure a stand-in GPU each."""
     import cloudpickle
 
-    from gpudask_jupyter.gpu_time.kernel import kernel_cells
+    from gpudask_jupyter.magics.extension import Extension
 
     cloudpickle.register_pickle_by_value(stand_in_gpu)
     gpu = StandInGpu()
-    kernel_cells.install(shell, lambda: Choice(CuptiSource(gpu.cupti()), "stand-in CUPTI", gpu.rmm))
+    loaded = Extension.of(shell)
+    assert loaded is not None
+    loaded.cells.install(shell, lambda: Choice(CuptiSource(gpu.cupti()), "stand-in CUPTI", gpu.rmm))
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'false'")
     client = shell.run_line_magic(
         "gpu_cluster", "start --n-workers 2 --threads-per-worker 1 --memory-limit 1GB"

@@ -142,8 +142,9 @@ def test_ctrl_c_while_a_commands_thread_starts_is_undone(monkeypatch: pytest.Mon
     it at the first moment of a start): the work runs on, so its result must be undone. Without
     the guard's ``held`` the interrupt left start() before anyone waited for the work: the
     start placed a lease and made a cluster after its cell had failed, and nobody undid them."""
-    from gpudask_jupyter.cluster import operations
+    from gpudask_jupyter.cluster.operations import Operations
 
+    ops = Operations()
     real_start = threading.Thread.start
 
     def start(self: threading.Thread) -> None:
@@ -162,7 +163,7 @@ def test_ctrl_c_while_a_commands_thread_starts_is_undone(monkeypatch: pytest.Mon
         return "a cluster"
 
     with pytest.raises(KeyboardInterrupt):
-        operations.run("probe", work, undo=lambda made: undone.set())
+        ops.run("probe", work, undo=lambda made: undone.set())
     go_on.set()
     assert undone.wait(30), "the work finished after Ctrl-C and was never undone"
-    operations.wait_pending()
+    ops.wait_pending()

@@ -18,11 +18,17 @@ from typing import Any
 import psutil
 import pytest
 from IPython.core.error import UsageError
-from support import DaskProcesses, spawned_workers, wait_gone, write_tls_files
+from support import (
+    DaskProcesses,
+    spawned_workers,
+    this_kernel,
+    this_view,
+    wait_gone,
+    write_tls_files,
+)
 
 from gpudask_jupyter import registry
 from gpudask_jupyter.cluster import join
-from gpudask_jupyter.cluster import session as cluster
 from gpudask_jupyter.cluster.kinds import Joined
 from gpudask_jupyter.monitor import Monitor
 from gpudask_jupyter.server.registry_monitor import RegistrySources
@@ -44,7 +50,7 @@ def _join(shell: Any, scheduler: DaskProcesses, extra: str = "") -> tuple[Any, l
     client = shell.run_line_magic(
         "gpu_cluster", f"join {scheduler.address} --n-workers 2 --memory-limit 1GB {extra}"
     )
-    session = cluster.current()
+    session = this_kernel().current()
     assert session is not None and isinstance(session.kind, Joined)
     ours = session.kind.workers.addresses()
     assert len(ours) == 2
@@ -61,7 +67,7 @@ def _nothing_left(pids: list[int]) -> None:
     assert wait_gone([psutil.Process(p) for p in pids if psutil.pid_exists(p)]) == []
     assert _children() == []
     assert join.THREAD_NAME not in {t.name for t in threading.enumerate()}
-    assert cluster.current() is None
+    assert this_kernel().current() is None
 
 
 def _stamp() -> Callable[[int], tuple[int, int, int]]:
@@ -155,7 +161,7 @@ def test_a_worker_that_dies_comes_back_and_the_registry_follows(
     shell, scheduler: DaskProcesses, runtime_dir: Path
 ) -> None:
     client, ours = _join(shell, scheduler)
-    session = cluster.current()
+    session = this_kernel().current()
     assert session is not None and isinstance(session.kind, Joined)
     victim = client.run(os.getpid, workers=[ours[0]])[ours[0]]
     os.kill(victim, signal.SIGKILL)  # its nanny starts another worker, at another address
@@ -178,11 +184,11 @@ def test_the_panel_and_the_sidebar_mark_our_workers(
     shell, scheduler: DaskProcesses, runtime_dir: Path
 ) -> None:
     _, ours = _join(shell, scheduler)
-    session = cluster.current()
+    session = this_kernel().current()
     assert session is not None
     sidebar = RegistrySources()
     for monitor, key in (
-        (Monitor(shared_monitor.kernel_sources), shared_monitor.KEY),
+        (Monitor(this_view().sources), shared_monitor.KEY),
         (Monitor(sidebar), session.kernel_id),
     ):
         try:
@@ -216,7 +222,7 @@ def test_tls_join_to_a_tls_scheduler(shell, tmp_path: Path, capsys) -> None:
             f"--tls-cert {files['cert']} --tls-key {files['key']}",
         )
         assert "take connections from only holders of a certificate" in capsys.readouterr().out
-        (ours,) = cluster.current().kind.workers.addresses()  # type: ignore[union-attr]
+        (ours,) = this_kernel().current().kind.workers.addresses()  # type: ignore[union-attr]
         assert ours.startswith("tls://")
         pid = client.submit(os.getpid, workers=[ours], pure=False).result()
         assert psutil.Process(pid).ppid() == os.getpid()
@@ -236,7 +242,7 @@ def test_a_second_join_is_refused_then_replaces(shell, scheduler: DaskProcesses,
     pids = list(client.run(os.getpid, workers=ours).values())
     shell.run_line_magic("gpu_cluster", f"join {scheduler.address} --n-workers 1 --replace")
     assert wait_gone([psutil.Process(p) for p in pids if psutil.pid_exists(p)]) == []
-    session = cluster.current()
+    session = this_kernel().current()
     assert session is not None and isinstance(session.kind, Joined)
     assert len(session.kind.workers.addresses()) == 1
 

@@ -11,11 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 from IPython.core.error import UsageError
-from support import DaskProcesses, free_port, spawned_workers, wait_gone
+from support import DaskProcesses, free_port, spawned_workers, this_kernel, wait_gone
 
 from gpudask_jupyter import registry
 from gpudask_jupyter.cluster import join
-from gpudask_jupyter.cluster import session as cluster
 
 TIMEOUT = 2.0
 SLACK = 3.0  # the machine may be busy; a hang would take far longer
@@ -32,7 +31,7 @@ def _open_to(port: int) -> list[object]:
 
 
 def _nothing_running(runtime_dir: Path) -> None:
-    assert cluster.current() is None
+    assert this_kernel().current() is None
     assert [p for p in spawned_workers() if p.ppid() == os.getpid()] == []
     assert join.THREAD_NAME not in {t.name for t in threading.enumerate()}
     assert registry.read_all(runtime_dir) == {}
@@ -116,7 +115,7 @@ def test_leave_without_a_joined_cluster(shell, dask_processes: DaskProcesses, ca
     shell.run_line_magic("gpu_cluster", f"attach {dask_processes.address}")
     with pytest.raises(UsageError, match="leave is for a cluster joined with"):
         shell.run_line_magic("gpu_cluster", "leave")
-    assert cluster.current() is not None  # still attached
+    assert this_kernel().current() is not None  # still attached
 
 
 def test_a_scheduler_that_dies_status_says_so_and_stop_ends_our_workers(
@@ -130,7 +129,7 @@ def test_a_scheduler_that_dies_status_says_so_and_stop_ends_our_workers(
     finally:
         processes.close()
     deadline = time.monotonic() + 30
-    session = cluster.current()
+    session = this_kernel().current()
     while session is not None and session.alive and time.monotonic() < deadline:
         time.sleep(0.2)
     capsys.readouterr()

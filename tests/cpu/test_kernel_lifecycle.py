@@ -189,10 +189,10 @@ def test_the_panel_and_the_sidebar_give_a_stop_one_time_and_its_note_goes_with_t
     km, kc = kernel
     _start_cluster(km, kc)
     panel = (
-        "from gpudask_jupyter.widget.shared_monitor import kernel_monitor\n"
+        "from gpudask_jupyter.widget.shared_monitor import this_kernel_view\n"
         "def stopped_at():\n"
-        "    kernel_monitor().tick()\n"
-        "    return kernel_monitor().frame('kernel')[0]['cluster']['stopped_at']\n"
+        "    this_kernel_view().monitor().tick()\n"
+        "    return this_kernel_view().monitor().frame('kernel')[0]['cluster']['stopped_at']\n"
         "print('PANEL', stopped_at())"
     )
     assert "PANEL None" in run(kc, panel)["output"]

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 from IPython.core.error import UsageError
-from support import spawned_workers
-
-from gpudask_jupyter.cluster import session
+from support import spawned_workers, this_kernel
 
 
 @pytest.mark.parametrize(
@@ -83,7 +81,7 @@ def test_bad_input_is_a_usage_error_and_starts_nothing(
     text = str(info.value)
     assert message in text
     assert usage in text
-    assert session.current() is None
+    assert this_kernel().current() is None
     assert spawned_workers() == []
 
 
@@ -108,7 +106,7 @@ def test_subcommand_help_prints_and_does_nothing(shell, capsys) -> None:
     assert shell.run_line_magic("gpu_cluster", "start --help") is None
     out = capsys.readouterr().out
     assert "%gpu_cluster start" in out and "--device-memory-limit" in out
-    assert session.current() is None
+    assert this_kernel().current() is None
     shell.run_line_magic("gpu_cluster", "attach -h")
     assert "--tls-ca-file" in capsys.readouterr().out
 
@@ -153,7 +151,7 @@ def test_cpu_workers_are_bounded_by_the_cores_unless_asked(shell) -> None:
     cores = usable_cores()
     with pytest.raises(UsageError, match=f"--n-workers 100000: this kernel may use {cores} core"):
         shell.run_line_magic("gpu_cluster", "start --n-workers 100000")
-    assert session.current() is None and spawned_workers() == []
+    assert this_kernel().current() is None and spawned_workers() == []
     shell.run_line_magic(
         "gpu_cluster", f"start --n-workers {cores + 1} --oversubscribe --memory-limit 1GB"
     )

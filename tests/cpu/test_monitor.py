@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support import wait_until
+from support import this_kernel, this_view, wait_until
 
 from gpudask_jupyter.machine import nvml
 from gpudask_jupyter.monitor import Cursor, Monitor, Source
@@ -299,11 +299,12 @@ def test_deltas_follow_the_cursor_and_a_foreign_cursor_gets_a_snapshot() -> None
 
 
 def test_the_kernel_monitor_follows_no_cluster_until_one_is_started() -> None:
-    from gpudask_jupyter.cluster import session
-    from gpudask_jupyter.widget import shared_monitor
+    from gpudask_jupyter.cluster.session import KernelCluster
+    from gpudask_jupyter.widget.shared_monitor import KernelView
 
-    assert session.current() is None
-    assert shared_monitor.kernel_sources() == {}
+    view = KernelView(KernelCluster())
+    assert view.cluster.current() is None
+    assert view.sources() == {}
 
 
 # -- what the frames say about the cluster ------------------------------------------------------
@@ -610,28 +611,26 @@ def test_a_scheduler_stopped_on_purpose_is_a_stop_not_a_lost_contact(on_purpose:
 
 
 def test_the_kernels_stop_is_known_to_the_panel_and_the_sidebar(shell) -> None:
-    from gpudask_jupyter.cluster import session as cluster_session
     from gpudask_jupyter.server.registry_monitor import RegistrySources
     from gpudask_jupyter.widget import shared_monitor
 
     shell.run_line_magic("gpu_cluster", "start --n-workers 1")
-    session = cluster_session.current()
+    session = this_kernel().current()
     assert session is not None
-    panel = shared_monitor.kernel_sources()[shared_monitor.KEY]
+    panel = this_view().sources()[shared_monitor.KEY]
     sidebar = RegistrySources()()[session.kernel_id]
     assert panel.stopping is not None and sidebar.stopping is not None
     assert not panel.stopping() and not sidebar.stopping()
     shell.run_line_magic("gpu_cluster", "stop")
     assert panel.stopping() and sidebar.stopping()
-    assert shared_monitor.kernel_sources() == {}
+    assert this_view().sources() == {}
 
 
 def test_a_view_opened_later_shows_the_work_done_before_it_looked(shell) -> None:
-    from gpudask_jupyter.cluster import session as cluster_session
     from gpudask_jupyter.server.registry_monitor import RegistrySources
 
     shell.run_line_magic("gpu_cluster", "start --n-workers 1")
-    session = cluster_session.current()
+    session = this_kernel().current()
     assert session is not None
     futures = session.client.map(slow_inc, range(5), key=[f"before-{i}" for i in range(5)])
     session.client.gather(futures)
@@ -648,13 +647,12 @@ def test_a_view_opened_later_shows_the_work_done_before_it_looked(shell) -> None
 def test_every_view_of_a_cluster_gives_a_prefix_the_same_colour_neighbours_apart(shell) -> None:
     """The kernel's panel and a sidebar opened later read colours from the scheduler's order of
     prefixes: the same in both, consecutive prefixes in palette order (far apart by design)."""
-    from gpudask_jupyter.cluster import session as cluster_session
     from gpudask_jupyter.schema.frame import PALETTE
     from gpudask_jupyter.server.registry_monitor import RegistrySources
     from gpudask_jupyter.widget import shared_monitor
 
     shell.run_line_magic("gpu_cluster", "start --n-workers 1")
-    session = cluster_session.current()
+    session = this_kernel().current()
     assert session is not None
     client = session.client
     names = ["sum", "sum-aggregate", "chunk_sum", "load"]  # Dask's hash gives three one colour
@@ -668,7 +666,7 @@ def test_every_view_of_a_cluster_gives_a_prefix_the_same_colour_neighbours_apart
     try:
         run(names[0])
         run(names[1])
-        panel = Monitor(shared_monitor.kernel_sources)
+        panel = Monitor(this_view().sources)
         panel.tick(wait=10)
         run(names[2])
         run(names[3])

@@ -255,7 +255,7 @@ def test_the_panels_buttons_run_in_the_kernel_and_answer_in_words(kernel) -> Non
     stopped = _control(kc, comm_id, "6", "stop")
     assert stopped == stopped | {"ok": True, "action": "stop", "cluster": None}
     assert stopped["text"] == "Cluster stopped; its workers are gone."
-    reply = run(kc, "import gpudask_jupyter.cluster.controls as c\nc.run_json('restart')")
+    reply = run(kc, "import gpudask_jupyter.widget.sidebar_actions as c\nc.run_json('restart')")
     line = [x for x in reply["output"].splitlines() if x.startswith("GPUDASK_CONTROL_RESULT ")]
     result = json.loads(line[0].split(" ", 1)[1])
     assert result["ok"] is False and "has no cluster" in result["text"], result

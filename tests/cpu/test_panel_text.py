@@ -7,9 +7,10 @@ import threading
 import time
 
 import pytest
+from support import this_view
 
 from gpudask_jupyter.schema.frame import VERSION, Frame
-from gpudask_jupyter.widget import show_panel, widget_front_end
+from gpudask_jupyter.widget import KEY, show_panel, widget_front_end
 from gpudask_jupyter.widget.snapshot import frame_text
 
 pytestmark = pytest.mark.timeout(180)
@@ -122,13 +123,11 @@ def test_a_stopped_clusters_panel_keeps_its_final_progress(shell) -> None:
     sample is counted done, not left at the round before (a Run All that ends with a stop)."""
     import time
 
-    from gpudask_jupyter.widget import shared_monitor
-
     shell.run_line_magic("config", "GpuDaskMagics.shared_machine = 'false'")
     client = shell.run_line_magic(
         "gpu_cluster", "start --n-workers 1 --threads-per-worker 1 --memory-limit 1GB"
     )
-    monitor = shared_monitor.kernel_monitor()
+    monitor = this_view().monitor()
     token = monitor.subscribe(lambda: None, interval=10)  # no sample of its own meanwhile
     try:
         monitor.tick(wait=5)
@@ -141,7 +140,7 @@ def test_a_stopped_clusters_panel_keeps_its_final_progress(shell) -> None:
         assert client.gather(held) == list(range(20))
         shell.run_line_magic("gpu_cluster", "stop")
         monitor.tick(wait=1)  # the next round finds the cluster gone
-        frame, _ = monitor.frame(shared_monitor.KEY)
+        frame, _ = monitor.frame(KEY)
         rows = {row["prefix"]: row for row in frame["progress"]}
         assert rows["step"]["done"] == rows["step"]["total"] == 20, frame["progress"]
         assert frame["cluster"] is not None and frame["cluster"]["state"] == "stopped"

@@ -12,8 +12,13 @@ SETUP = """
 import sys, json
 from IPython.core.interactiveshell import InteractiveShell
 from gpudask_jupyter.cluster import prewarm
-warm = prewarm.this_kernel
+from gpudask_jupyter.magics.extension import Extension
 ip = InteractiveShell.instance()
+
+
+def load(cells="%load_ext gpudask_jupyter"):  # the kernel's imports ahead, as loaded
+    ip.run_cell(cells)
+    return Extension.of(ip).cluster.imports
 """
 
 
@@ -29,10 +34,10 @@ def _run(code: str) -> dict[str, object]:
 
 def test_imports_follow_an_idle_moment_after_the_loading_cell() -> None:
     seen = _run("""
-warm.idle = 0.05
-ip.run_cell("%load_ext gpudask_jupyter")
+prewarm.IDLE = 0.05
+warm = load("%load_ext gpudask_jupyter")
 in_the_cell = "distributed" in sys.modules
-prewarm.join()
+warm.join()
 print(json.dumps({"in_the_cell": in_the_cell, "after": "distributed" in sys.modules,
                   "ours": "gpudask_jupyter.cluster.commands" in sys.modules}))
 """)
@@ -41,24 +46,24 @@ print(json.dumps({"in_the_cell": in_the_cell, "after": "distributed" in sys.modu
 
 def test_a_cell_that_starts_sooner_puts_them_off() -> None:
     seen = _run("""
-warm.idle = 60
-ip.run_cell("%load_ext gpudask_jupyter")
+prewarm.IDLE = 60
+warm = load("%load_ext gpudask_jupyter")
 first = warm._timer
 ip.events.trigger("pre_run_cell", None)  # the next cell, at once (Run All)
 off = not warm.armed and first is not None and first.finished.is_set()
 ip.run_cell("x = 1")
 print(json.dumps({"off": off, "again": warm.armed,
                   "distributed": "distributed" in sys.modules}))
-prewarm.cancel()
+warm.cancel()
 """)
     assert seen == {"off": True, "again": True, "distributed": False}
 
 
 def test_an_operation_that_comes_first_makes_them_itself() -> None:
     seen = _run("""
-warm.idle = 60
-ip.run_cell("%load_ext gpudask_jupyter")
-prewarm.wait()  # what an operation's thread does first
+prewarm.IDLE = 60
+warm = load("%load_ext gpudask_jupyter")
+warm.wait()  # what an operation's thread does first
 ip.run_cell("x = 1")
 print(json.dumps({"armed": warm.armed,
                   "hooked": warm._cell_ran in ip.events.callbacks["post_run_cell"]}))
@@ -68,9 +73,9 @@ print(json.dumps({"armed": warm.armed,
 
 def test_the_option_turns_them_off() -> None:
     seen = _run("""
-warm.idle = 0.05
-ip.run_cell("%load_ext gpudask_jupyter\\n%config GpuDaskMagics.prewarm = False")
-prewarm.join()
+prewarm.IDLE = 0.05
+warm = load("%load_ext gpudask_jupyter\\n%config GpuDaskMagics.prewarm = False")
+warm.join()
 print(json.dumps({"distributed": "distributed" in sys.modules}))
 """)
     assert seen == {"distributed": False}
@@ -78,9 +83,10 @@ print(json.dumps({"distributed": "distributed" in sys.modules}))
 
 def test_unloading_cancels_them() -> None:
     seen = _run("""
-warm.idle = 0.05
-ip.run_cell("%load_ext gpudask_jupyter\\n%unload_ext gpudask_jupyter")
-prewarm.join()
+prewarm.IDLE = 60
+warm = load()
+ip.run_cell("%unload_ext gpudask_jupyter")
+warm.join()
 print(json.dumps({"armed": warm.armed,
                   "distributed": "distributed" in sys.modules}))
 """)
@@ -92,16 +98,16 @@ def test_a_magic_waits_only_for_imports_under_way() -> None:
     beside them), not for ones merely armed (which the operation then makes itself)."""
     seen = _run("""
 import time
-warm.idle = 60
-ip.run_cell("%load_ext gpudask_jupyter")
-t = time.monotonic(); prewarm.under_way(); armed = time.monotonic() - t
+prewarm.IDLE = 60
+warm = load("%load_ext gpudask_jupyter")
+t = time.monotonic(); warm.under_way(); armed = time.monotonic() - t
 warm.idle = 0.01
-prewarm.after_cell(ip)  # armed again after the next cell, soon
+warm.after_cell(ip)  # armed again after the next cell, soon
 ip.run_cell("x = 1")
 deadline = time.monotonic() + 30
 while not warm.begun and time.monotonic() < deadline:
     time.sleep(0.001)
-prewarm.under_way()
+warm.under_way()
 print(json.dumps({"armed_wait_s": round(armed, 1), "done": warm.finished,
                   "distributed": "distributed" in sys.modules}))
 """)

@@ -6,9 +6,9 @@ import os
 
 import pytest
 from IPython.core.error import UsageError
-from support import spawned_workers, wait_gone
+from support import spawned_workers, this_kernel, wait_gone
 
-from gpudask_jupyter.cluster import connect, gpus, session
+from gpudask_jupyter.cluster import connect, gpus
 from gpudask_jupyter.machine import nvml
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
@@ -152,7 +152,7 @@ def test_stop_frees_every_worker(shell) -> None:
     assert workers
     shell.run_line_magic("gpu_cluster", "stop")
     assert wait_gone(workers) == []
-    assert session.current() is None
+    assert this_kernel().current() is None
 
 
 FIRST_START = """

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support import DaskProcesses, spawned_workers, wait_gone
+from support import DaskProcesses, spawned_workers, this_kernel, wait_gone
 
 from gpudask_jupyter.cluster import gpus, worker_probe
-from gpudask_jupyter.cluster import session as cluster
 from gpudask_jupyter.cluster.kinds import Joined
 from gpudask_jupyter.machine import nvml
 
@@ -84,7 +83,7 @@ def test_one_worker_per_gpu_bound_to_the_gpu_it_is_named_after(
     devices = {d.label: d for d in _usable()}
     client = shell.run_line_magic("gpu_cluster", f"join {scheduler.address}")
     assert f"{len(devices)} worker" in capsys.readouterr().out
-    session = cluster.current()
+    session = this_kernel().current()
     assert session is not None and isinstance(session.kind, Joined)
     ours = session.kind.workers.addresses()
     assert len(ours) == len(devices)
@@ -101,7 +100,7 @@ def test_one_worker_per_gpu_bound_to_the_gpu_it_is_named_after(
     assert sorted(pids) == sorted(p.pid for p in _children())
     shell.run_line_magic("gpu_cluster", "leave")
     assert wait_gone([psutil.Process(p) for p in pids if psutil.pid_exists(p)]) == []
-    assert _children() == [] and cluster.current() is None
+    assert _children() == [] and this_kernel().current() is None
 
 
 def test_one_gpu_by_uuid_with_an_rmm_pool(shell, scheduler: DaskProcesses) -> None:

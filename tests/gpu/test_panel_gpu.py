@@ -155,11 +155,14 @@ def _hold(nbytes: int) -> object:
 
 
 def test_the_clusters_share_of_each_gpu_and_its_workers_are_ours(shell) -> None:
-    from gpudask_jupyter.widget.shared_monitor import KEY, kernel_sources
+    from gpudask_jupyter.magics.extension import Extension
+    from gpudask_jupyter.widget.shared_monitor import KEY
 
     client = shell.run_line_magic("gpu_cluster", "start")
+    loaded = Extension.of(shell)
+    assert loaded is not None
     try:
-        monitor = Monitor(kernel_sources)
+        monitor = Monitor(loaded.view.sources)
         monitor.tick(wait=5)
         before, _ = monitor.frame(KEY)
         size = 2 * 2**30

@@ -9,7 +9,7 @@ import type { Frame } from './frame.generated';
 export const CONTROL_ACTIONS = ['start', 'stop', 'restart', 'scale', 'detach'] as const;
 
 /** The module whose `run_json(action, n)` the sidebar runs in the kernel. */
-export const CONTROL_MODULE = 'gpudask_jupyter.cluster.controls';
+export const CONTROL_MODULE = 'gpudask_jupyter.widget.sidebar_actions';
 
 /** What the one line `run_json` prints starts with; the JSON of an ActionResult follows. */
 export const RESULT_PREFIX = 'GPUDASK_CONTROL_RESULT ';
