@@ -115,7 +115,7 @@ def start(
         return kept, False
 
     def work(operation: operations.Operation[ClusterSession]) -> ClusterSession:
-        with room.undone_on_failure():
+        with room_holder.this_process.undone_on_failure():
             plan = plan_start(opts, warn)
             operation.check()
             kernel.close(release_room=False)  # a --replace keeps the kernel's place
@@ -166,7 +166,7 @@ def join(
         return kept, False
 
     def work(operation: operations.Operation[ClusterSession]) -> ClusterSession:
-        with room.undone_on_failure():
+        with room_holder.this_process.undone_on_failure():
             plan = plan_join(target, opts, timeout, warn, operation.interrupted.is_set)
             operation.check()
             kernel.close(release_room=False)
@@ -280,7 +280,7 @@ def stopped_lines(session: ClusterSession | None, retirement: Retirement | None)
     if session is None:
         return ["No cluster to stop."]
     lines = [session.kind.stopped(session, retirement)]
-    kept = room_holder.current()
+    kept = room_holder.this_process.current()
     if kept is not None:
         gpus = ", ".join(f"GPU {share.index}" for share in kept.gpus)
         lines.append(

@@ -402,10 +402,10 @@ class ClusterSession:
         part of the share) now that its GPU is known."""
         if self.place is None:
             return
-        room_holder.set_workers(self.pids.known())
-        room_holder.watch(self._last_work)
+        room_holder.this_process.set_workers(self.pids.known())
+        room_holder.this_process.watch(self._last_work)
         if self.devices:
-            room_caps.install_kernel_cap(room_holder.share_now(self.place.lease))
+            room_caps.this_process.install(room_holder.share_now(self.place.lease))
             where = room_caps.kernel_devices()
             ours = {share.uuid for share in self.place.lease.gpus}
             if self.place.pinned and where - ours:
@@ -724,9 +724,9 @@ class ClusterSession:
         # the TLS files last: a nanny restarting its worker until the end still reads them
         registry.remove_tls(self.kernel_id)
         if release_room:
-            room_holder.release(keep_for_kernel=True)
+            room_holder.this_process.release(keep_for_kernel=True)
         else:
-            room_holder.set_workers([])
+            room_holder.this_process.set_workers([])
         self.main_guard.release()
         if self.owner is not None:
             self.owner.closed(self)

@@ -79,8 +79,7 @@ def _exit_by(deadline: float) -> None:
 
 class ShutdownHooks:
     """The kernel's shutdown request and SIGTERM, hooked so that the extension's closers run
-    first: one per kernel process (:data:`this_kernel`, whose methods the module's functions
-    are); a test can make others."""
+    first: one per process (:data:`this_process`); a test can make others."""
 
     def __init__(self) -> None:
         self._previous: Any = None  # the SIGTERM handler before ours (None: ours is not installed)
@@ -154,8 +153,5 @@ class ShutdownHooks:
             signal.signal(signal.SIGTERM, previous)
 
 
-#: this kernel's hooks
-this_kernel = ShutdownHooks()
-run_closers = this_kernel.run_closers
-install = this_kernel.install
-uninstall = this_kernel.uninstall
+#: this process's hooks: a signal has one handler per process, and a kernel one shutdown
+this_process = ShutdownHooks()

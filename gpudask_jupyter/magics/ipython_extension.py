@@ -32,7 +32,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     Extension(ipython).install()
     completion.install(ipython)
     out_of_memory.install(ipython)
-    shutdown.install(ipython)
+    shutdown.this_process.install(ipython)
     import_hook.install(_placed_before_gpu_import, _capped_after_gpu_import)
 
 
@@ -64,7 +64,7 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
     lifecycle.unload()
     if loaded is not None:
         loaded.uninstall()
-    shutdown.uninstall()
+    shutdown.this_process.uninstall()
     completion.uninstall(ipython)
     out_of_memory.uninstall(ipython)
     config.clear_overrides()

@@ -24,7 +24,7 @@ def remove() -> None:
     from ..convert.distribute import shared_memory
 
     tidies = (registry.prune, fork_server.prune_requests, shared_memory.remove_stale)
-    for tidy in (*tidies, lambda: holder.room_dir().prune()):
+    for tidy in (*tidies, lambda: holder.this_process.room_dir().prune()):
         try:
             tidy()
         except Exception:

@@ -37,4 +37,4 @@ def test_two_holders_hold_and_end_leases_in_rooms_of_their_own(tmp_path: Path, s
 def test_a_kernel_cap_of_its_own_leaves_this_kernels_alone() -> None:
     mine = caps.KernelCap()
     assert mine.cap() is None and mine.held() == 0 and not mine.give_back()
-    assert caps.kernel_cap() is caps.this_kernel.cap()  # the module's are this kernel's
+    assert caps.this_process.cap() is caps.this_process.cap()  # the module's are this kernel's

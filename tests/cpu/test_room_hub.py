@@ -58,7 +58,7 @@ START = (
     "client = %gpu_cluster start --n-workers 1 --memory-limit 1GB\n"
     "import os\n"
     "from gpudask_jupyter.cluster.room import holder\n"
-    "print('KERNEL', os.getpid(), holder.current().gpus[0].uuid)"
+    "print('KERNEL', os.getpid(), holder.this_process.current().gpus[0].uuid)"
 )
 SWARM = 30
 #: the hub's spawner for the student whose server runs in a PID namespace of its own
@@ -165,9 +165,10 @@ class Room:
                 "import time\n"
                 "from gpudask_jupyter.cluster.room import holder\n"
                 "end = time.monotonic() + 60\n"
-                f"while holder.current_share() != {expected[name]} and time.monotonic() < end:\n"
+                "while (holder.this_process.current_share() != "
+                f"{expected[name]} and time.monotonic() < end):\n"
                 "    time.sleep(0.1)\n"
-                "print('SHARE', holder.current_share())"
+                "print('SHARE', holder.this_process.current_share())"
             )
             out = run(kc, code)["output"]
             found[name] = int(out.split("SHARE")[-1].split()[0])

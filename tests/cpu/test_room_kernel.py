@@ -131,11 +131,13 @@ def test_the_lease_keeps_the_time_of_the_clusters_last_work(
     for pinned in ("CUDA_VISIBLE_DEVICES", "CUPY_GPU_MEMORY_LIMIT"):  # the lease pins this process
         monkeypatch.delenv(pinned, raising=False)  # and monkeypatch puts them back after
     with dask.config.set({"gpudask.room-dir": str(room_env)}):
-        held = holder.take(holder.room_devices(), None, None)
+        held = holder.this_process.take(holder.room_devices(), None, None)
         try:
             lease = held.lease
             lease.active = time.time() - 3600  # as if the holder had not worked for an hour
-            holder.note_activity(force=False)  # not yet 30 s since the last write: nothing changes
+            holder.this_process.note_activity(
+                force=False
+            )  # not yet 30 s since the last write: nothing changes
             with (
                 LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster,
                 Client(cluster) as client,
@@ -151,15 +153,15 @@ def test_the_lease_keeps_the_time_of_the_clusters_last_work(
                         break
                     time.sleep(0.1)
                 assert idle is not None and idle >= before + 0.4  # when the task ended
-                holder.watch(lambda: idle, every=0.05)
+                holder.this_process.watch(lambda: idle, every=0.05)
                 deadline = time.monotonic() + 10
                 while time.monotonic() < deadline and lease.active < before:
                     time.sleep(0.05)
             on_disk = leases.lease_from_json(lease.path.read_bytes())  # type: ignore[union-attr]
             assert abs(on_disk.active - idle) < 0.01
         finally:
-            holder.release()
-    assert holder.current() is None and _lease_files(room_env) == []
+            holder.this_process.release()
+    assert holder.this_process.current() is None and _lease_files(room_env) == []
 
 
 @pytest.mark.usefixtures("room_env")
@@ -252,7 +254,7 @@ def test_gpus_by_hand_are_leased_and_a_crowded_one_is_said(
         # the instructor's plan (room_env's, set here too: dask may have read the environment
         # before the fixture set it)
         with dask.config.set({"gpudask.room-dir": str(room_env), "gpudask.room-students": 4}):
-            held = holder.take(devices, [devices[0]], None)
+            held = holder.this_process.take(devices, [devices[0]], None)
             try:
                 assert [d.uuid for d in held.devices] == [devices[0].uuid]
                 said = holder.describe(held)
@@ -261,7 +263,7 @@ def test_gpus_by_hand_are_leased_and_a_crowded_one_is_said(
                     "Note: GPU 0 already has 2 holders; with this kernel 3, more than the 2" in said
                 )
             finally:
-                holder.release()
+                holder.this_process.release()
     finally:
         for other in others:
             other.stop()

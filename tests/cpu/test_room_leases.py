@@ -293,7 +293,7 @@ def _take(
     devices = holder.room_devices()
     ready.put(os.getpid())  # type: ignore[attr-defined]
     go.wait()
-    held = holder.take(devices, None, None)
+    held = holder.this_process.take(devices, None, None)
     done.put((held.devices[0].uuid, held.lease.gpus[0].share))  # type: ignore[attr-defined]
     stay.wait()  # type: ignore[attr-defined]
 

@@ -105,7 +105,8 @@ def test_shares_shrink_as_students_arrive_and_grow_as_they_leave_whoever_leaves(
 
 def test_a_holder_is_above_the_level_where_its_hold_keeps_others_below_equal_parts() -> None:
     """Above the level, what a holder's pools keep cached keeps the others from an equal part:
-    its kernel asks for it back (holder.follow_once); alone, or within an equal part, never."""
+    its kernel asks for it back (holder.this_process.follow_once); alone, or within an equal
+    part, never."""
     a, b = _lease(11), _lease(12, 2.0)
     cached = _memory({11: _holding(100 * GiB)})  # freed by A, kept by its pool
     assert not shares.above_level(a, [a], cached)  # alone: nobody is kept from anything
@@ -237,7 +238,7 @@ devices = holder.room_devices()
 print("ready", flush=True)
 sys.stdin.readline()
 try:
-    held = holder.take(devices, None, None)
+    held = holder.this_process.take(devices, None, None)
     share = held.lease.gpus[0]
     print(json.dumps({"gpu": share.uuid, "share": share.share}), flush=True)
 except Exception as err:

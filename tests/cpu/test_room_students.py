@@ -68,9 +68,9 @@ def _share_becomes(kc: Any, expected: int) -> int:
         kc,
         SHARE + "import time\n"
         "end = time.monotonic() + 60\n"
-        f"while holder.current_share() != {expected} and time.monotonic() < end:\n"
+        f"while holder.this_process.current_share() != {expected} and time.monotonic() < end:\n"
         "    time.sleep(0.1)\n"
-        "print('SHARE', holder.current_share())",
+        "print('SHARE', holder.this_process.current_share())",
     )["output"]
     return int(out.split("SHARE")[-1].split()[0])
 
@@ -97,7 +97,7 @@ def public_room(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 TAKE = """
-held = holder.take(holder.room_devices(), None, None)
+held = holder.this_process.take(holder.room_devices(), None, None)
 print(json.dumps({"share": held.lease.gpus[0].share, "path": str(held.lease.path)}), flush=True)
 sys.stdin.readline()
 """
@@ -292,11 +292,11 @@ def test_every_start_takes_the_rooms_lock_whatever_protected_regular_says(
     start = """
 warned = []
 leases.log.warning = lambda text, *args, **kw: warned.append(text % args)
-directory = holder.room_dir()
+directory = holder.this_process.room_dir()
 assert directory.prepare(), directory.problem
 with directory.locked(wait=60) as locked:
     pass
-held = holder.take(holder.room_devices(), None, None)
+held = holder.this_process.take(holder.room_devices(), None, None)
 print(json.dumps({"locked": locked, "share": held.lease.gpus[0].share, "warned": warned}))
 sys.stdin.readline()
 """
@@ -322,7 +322,7 @@ def test_a_directory_one_student_made_is_refused_by_the_others(
         os.chown(made, maker.pw_uid, maker.pw_gid)  # as if the first student's kernel made it
         refused = """
 try:
-    holder.take(holder.room_devices(), None, None)
+    holder.this_process.take(holder.room_devices(), None, None)
     print(json.dumps({"error": None}), flush=True)
 except Exception as err:
     print(json.dumps({"error": str(err)}), flush=True)
@@ -428,9 +428,10 @@ def test_plain_cupy_in_a_cell_places_and_caps_the_kernel(
         "import importlib.util\n"
         "from gpudask_jupyter.cluster.room import caps, holder\n"
         "assert importlib.util.find_spec('cupy') is not None\n"
-        "print('LOOKED', holder.current())\n"  # a look at what is installed places nothing
+        # a look at what is installed places nothing
+        "print('LOOKED', holder.this_process.current())\n"
         "import cupy\n"
-        "lease = holder.current()\n"
+        "lease = holder.this_process.current()\n"
         "print('SEEN', cupy.SEEN['visible'])\n"
         "print('LEASE', lease.gpus[0].uuid, lease.gpus[0].share)\n"
         "cap = caps.kernel_part(lease.gpus[0].share)\n"

@@ -68,7 +68,7 @@ def test_a_share_holds_in_the_worker_and_the_kernel(kernels: Any, tmp_path: Path
         kc,
         "import os, rmm, cupy\n"
         "from gpudask_jupyter.cluster.room import caps, holder\n"
-        "share = holder.current().gpus[0].share\n"
+        "share = holder.this_process.current().gpus[0].share\n"
         "print('SHARE', share)\n"
         "print('PINNED', os.environ['CUDA_VISIBLE_DEVICES'].startswith('GPU-'))\n"
         "print('KERNELCAP', rmm.mr.get_current_device_resource().get_allocation_limit())\n"
@@ -142,7 +142,7 @@ def test_shares_follow_the_students_present_and_name_themselves_when_exceeded(
     started = run(first, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)
     assert started["status"] == "ok", started["output"]
     assert "It is an equal part of what the GPU's holders do not hold" in started["output"]
-    alone = run(first, "print('SHARE', holder.current_share())")["output"]
+    alone = run(first, "print('SHARE', holder.this_process.current_share())")["output"]
     whole = _number(alone, "SHARE")
     assert whole > _whole() * 0.85, alone  # the whole GPU, contexts set aside
     big = int(whole * 0.45)
@@ -156,17 +156,20 @@ def test_shares_follow_the_students_present_and_name_themselves_when_exceeded(
     waited = run(
         first,
         "end = time.time() + 10\n"
-        "while caps.kernel_cap() > holder.current_share() // 2 + 1 and time.time() < end:\n"
+        "while (caps.this_process.cap() > holder.this_process.current_share() // 2 + 1\n"
+        "       and time.time() < end):\n"
         "    time.sleep(0.2)\n"
         "time.sleep(2.5)  # the worker looks every second too\n"
-        "print('NOW', holder.current_share())\n"
+        "print('NOW', holder.this_process.current_share())\n"
         f"print('W', list(client.run(grab, {big}).values())[0], grab({big}))",
     )
     out = waited["output"]
     assert whole // 2 - GiB < _number(out, "NOW") <= whole // 2 + GiB, out
     assert "W MemoryError MemoryError" in out, out  # 45% of the GPU no longer fits either half
 
-    share = _number(run(second, "print('SHARE', holder.current_share())")["output"], "SHARE")
+    share = _number(
+        run(second, "print('SHARE', holder.this_process.current_share())")["output"], "SHARE"
+    )
     plain = run(second, f"import cupy\nx = cupy.empty({share}, dtype='u1')")
     assert SENTENCE in plain["output"], plain["output"]
     assert "Exceeded memory limit" in plain["output"]  # RMM's own line stays, not alone
@@ -253,11 +256,11 @@ def test_the_newest_holder_leaving_leaves_a_share_that_can_be_allocated_in_full(
     out = run(
         b,
         "end = time.time() + 20\n"
-        "before = holder.current_share()\n"
-        "while holder.current_share() == before and time.time() < end:\n"
+        "before = holder.this_process.current_share()\n"
+        "while holder.this_process.current_share() == before and time.time() < end:\n"
         "    time.sleep(0.2)\n"
         "time.sleep(2.5)  # the worker looks every second too\n"
-        "share = holder.current_share()\n"
+        "share = holder.this_process.current_share()\n"
         "print('SHARE', share)\n"
         "print('K', grab(int(caps.kernel_part(share) * 0.95)))\n"
         "print('W', list(client.run(grab, int(caps.worker_part(share) * 0.95)).values())[0])",
@@ -277,7 +280,7 @@ def test_a_spread_frame_counts_in_the_workers_share(no_plan: Any) -> None:
     )
     out = run(
         kc,
-        "share = holder.current_share(); part = caps.worker_part(share)\n"
+        "share = holder.this_process.current_share(); part = caps.worker_part(share)\n"
         "import numpy as np, pandas as pd\n"
         "frame = pd.DataFrame({'x': np.ones(int(part * 0.6) // 8)})\n"
         "from gpudask_jupyter import to_gpu\n"
@@ -307,7 +310,7 @@ def test_a_pool_under_an_elastic_share_keeps_the_cap(no_plan: Any) -> None:
         "    r = rmm.mr.get_current_device_resource()\n"
         "    return type(r).__name__, type(r.get_upstream()).__name__, r.get_allocation_limit()\n"
         "print('R', *list(client.run(resource).values())[0])\n"
-        "part = caps.worker_part(holder.current_share())\n"
+        "part = caps.worker_part(holder.this_process.current_share())\n"
         "print('OUT', list(client.run(grab, int(part * 1.1)).values())[0])",
     )["output"]
     assert "R LimitingResourceAdaptor PoolMemoryResource" in out, out
@@ -322,7 +325,7 @@ def test_plain_cudf_in_a_cell_before_any_magic_is_placed_and_capped(no_plan: Any
         "%load_ext gpudask_jupyter\n"
         "import os, cudf, rmm\n"
         "from gpudask_jupyter.cluster.room import caps, holder\n"
-        "lease = holder.current()\n"
+        "lease = holder.this_process.current()\n"
         "print('PINNED', os.environ.get('CUDA_VISIBLE_DEVICES') == lease.gpus[0].uuid)\n"
         "print('CAP', rmm.mr.get_current_device_resource().get_allocation_limit(),"
         " caps.kernel_part(lease.gpus[0].share))",
@@ -338,16 +341,18 @@ def test_one_students_four_kernels_divide_that_students_part(no_plan: Any) -> No
     _, first = no_plan()
     alone = run(first, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)
     assert alone["status"] == "ok", alone["output"]
-    whole = _number(run(first, "print('SHARE', holder.current_share())")["output"], "SHARE")
+    whole = _number(
+        run(first, "print('SHARE', holder.this_process.current_share())")["output"], "SHARE"
+    )
     others = [no_plan()[1] for _ in range(3)]
     for kc in others:
         started = run(kc, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)
         assert started["status"] == "ok", started["output"]
     wait = (
         "end = time.time() + 20\n"
-        "while holder.current_share() > {limit} and time.time() < end:\n"
+        "while holder.this_process.current_share() > {limit} and time.time() < end:\n"
         "    time.sleep(0.2)\n"
-        "print('SHARE', holder.current_share())"
+        "print('SHARE', holder.this_process.current_share())"
     )
     shares = [
         _number(run(kc, wait.format(limit=whole // 4 + GiB))["output"], "SHARE")

@@ -8,7 +8,7 @@ the room as shown (:mod:`.reading`, :mod:`.frame_part`).
 
 from __future__ import annotations
 
-from .holder import Place, undone_on_failure
+from .holder import Place
 from .sentences import (
     before_kernel_gpu_work,
     explain_out_of_memory,
@@ -25,6 +25,5 @@ __all__ = [
     "install_kernel_cap",
     "out_of_memory",
     "place",
-    "undone_on_failure",
     "views_reader",
 ]

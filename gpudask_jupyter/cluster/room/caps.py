@@ -135,8 +135,8 @@ def pin_kernel(identifiers: list[str], share: int) -> bool:
 
 
 class KernelCap:
-    """The cap on a kernel's own GPU allocations: one per kernel process (:data:`this_kernel`,
-    whose methods the module's functions are); a test can make others."""
+    """The cap on a kernel's own GPU allocations: one per process (:data:`this_process`); a
+    test can make others."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -201,10 +201,5 @@ class KernelCap:
         return self._cap
 
 
-#: this kernel's cap
-this_kernel = KernelCap()
-install_kernel_cap = this_kernel.install
-refresh_kernel_cap = this_kernel.refresh
-give_back = this_kernel.give_back
-kernel_held = this_kernel.held
-kernel_cap = this_kernel.cap
+#: this process's cap on its own GPU allocations: RMM's resource of a device is one per process
+this_process = KernelCap()

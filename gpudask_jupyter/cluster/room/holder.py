@@ -155,8 +155,8 @@ def _within_kernel_limit(leases: Sequence[Lease]) -> None:
 
 class Holder:
     """A kernel's hold on the room: its lease, from its first GPU work to its end, the share it
-    follows (elastic) and the activity it notes. One per kernel process (:data:`this_kernel`),
-    whose methods the module's functions are; a test can make others, on rooms of their own."""
+    follows (elastic) and the activity it notes. One per process (:data:`this_process`); a test
+    can make others, on rooms of their own."""
 
     def __init__(self, directory: Path | None = None) -> None:
         """``directory``: the room's directory (by default the ``room-dir`` option, read on each
@@ -214,7 +214,7 @@ class Holder:
         lease = self._lease
         if lease is None or not lease.elastic:
             return
-        held = caps.kernel_held()
+        held = caps.this_process.held()
         found, above = self.measured_shares(lease, held)
         with self._lock:
             if self._lease is not lease:
@@ -239,10 +239,10 @@ class Holder:
                 self._rewrite()
         if asked:
             log.info("room: this kernel holds more than an equal part; it gives back cached memory")
-            caps.give_back()
-        if caps.kernel_cap() is not None:
-            caps.install_kernel_cap(share_now(lease))
-            caps.refresh_kernel_cap()
+            caps.this_process.give_back()
+        if caps.this_process.cap() is not None:
+            caps.this_process.install(share_now(lease))
+            caps.this_process.refresh()
 
     def watch(self, probe: Callable[[], float | None], every: float = ACTIVE_EVERY) -> None:
         """Refresh the lease's last work from ``probe`` (the cluster's scheduler) every ``every``
@@ -428,7 +428,7 @@ class Holder:
             if self._lease is None or self._room is None:
                 self._unfollow()
                 return False
-            if keep_for_kernel and caps.kernel_cap() is not None:
+            if keep_for_kernel and caps.this_process.cap() is not None:
                 self._lease.workers = []
                 self._rewrite()
                 return False
@@ -483,18 +483,6 @@ class Holder:
             raise
 
 
-#: this kernel's hold on the room
-this_kernel = Holder()
-take = this_kernel.take
-release = this_kernel.release
-current = this_kernel.current
-current_share = this_kernel.current_share
-room_dir = this_kernel.room_dir
-watch = this_kernel.watch
-note_work = this_kernel.note_work
-note_activity = this_kernel.note_activity
-set_workers = this_kernel.set_workers
-set_worker_pool = this_kernel.set_worker_pool
-follow_once = this_kernel.follow_once
-measured_shares = this_kernel.measured_shares
-undone_on_failure = this_kernel.undone_on_failure
+#: this process's hold on the room: a lease is proved by its process's lock and names its pid,
+#: so there is one per process, whatever runs in it
+this_process = Holder()

@@ -92,7 +92,7 @@ def sees_names(user: str | None = None) -> bool:
 
 def read(now: float | None = None) -> Room:
     """The room now, as this user may see it."""
-    directory = holder.room_dir()
+    directory = holder.this_process.room_dir()
     names = sees_names()
     if not directory.path.is_dir():
         return Room([], names, str(directory.path), "nobody has taken a share here yet")

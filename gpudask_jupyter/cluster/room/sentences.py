@@ -48,7 +48,7 @@ def place(
     else:
         return None, devices, {}
     named = devices if opts.gpus is not None else None
-    held = holder.take(allowed, named, opts.n_workers if devices else None)
+    held = holder.this_process.take(allowed, named, opts.n_workers if devices else None)
     if not devices:
         return held, devices, {}
     smallest = held.lease.smallest
@@ -60,7 +60,7 @@ def place(
         opts.rmm_pool_size,
         opts.device_memory_limit,
     )
-    holder.set_worker_pool(caps.worker_pool(opts.rmm_pool_size, device.memory_total))
+    holder.this_process.set_worker_pool(caps.worker_pool(opts.rmm_pool_size, device.memory_total))
     return held, held.devices, worker_caps
 
 
@@ -73,7 +73,7 @@ def explain_out_of_memory(err: BaseException, from_worker: bool) -> str | None:
     from ...text.units import format_bytes
     from . import caps, holder, reading
 
-    lease = holder.current()
+    lease = holder.this_process.current()
     if lease is None or not is_device_out_of_memory(err):
         return None
     share = holder.share_now(lease)
@@ -83,7 +83,7 @@ def explain_out_of_memory(err: BaseException, from_worker: bool) -> str | None:
     else:
         side = (
             f"{format_bytes(caps.kernel_part(share))} of it for this kernel, which holds "
-            f"{format_bytes(caps.kernel_held())}"
+            f"{format_bytes(caps.this_process.held())}"
         )
     others = ""
     try:
@@ -113,7 +113,7 @@ def before_kernel_gpu_work(cap: bool = True) -> None:
     from .. import gpus, security
     from . import holder
 
-    lease = holder.current()
+    lease = holder.this_process.current()
     if lease is None:
         seam = bool(os.environ.get(holder.TEST_GPUS))
         if not nvml.status().available and not seam:  # no GPU: nothing to place, nobody asked
@@ -124,19 +124,19 @@ def before_kernel_gpu_work(cap: bool = True) -> None:
         allowed = gpus.select(None, found, gpus.kernel_restriction())
         if not allowed:
             return
-        lease = holder.take(allowed, None, None).lease
+        lease = holder.this_process.take(allowed, None, None).lease
     if cap:
         install_kernel_cap()
-    holder.note_activity()
+    holder.this_process.note_activity()
 
 
 def install_kernel_cap() -> None:
     """The kernel's cap at its part of its share now, where it holds a lease."""
     from . import caps, holder
 
-    lease = holder.current()
+    lease = holder.this_process.current()
     if lease is not None:
-        caps.install_kernel_cap(holder.share_now(lease))
+        caps.this_process.install(holder.share_now(lease))
 
 
 def out_of_memory(need: str) -> tuple[str, str] | None:
@@ -146,13 +146,14 @@ def out_of_memory(need: str) -> tuple[str, str] | None:
     from ...text.units import format_bytes
     from . import caps, holder, reading
 
-    lease = holder.current()
-    if lease is not None and caps.kernel_cap() is not None:
+    lease = holder.this_process.current()
+    if lease is not None and caps.this_process.cap() is not None:
         share = lease.smallest
         return (
             f"{need}, more than this kernel may take: your share of GPU {share.index} is "
             f"{format_bytes(holder.share_now(lease))} on this shared machine, "
-            f"{format_bytes(caps.kernel_cap())} of it for this kernel and the rest for its worker",
+            f"{format_bytes(caps.this_process.cap())} of it for this kernel and the rest for its "
+            "worker",
             "convert less at a time, spread it over your worker with --distribute, or ask the "
             "instructor for a larger room-share",
         )

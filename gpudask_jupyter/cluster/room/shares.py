@@ -22,9 +22,9 @@ counted in advance, and they follow the room as it fills:
 
 Memory a holder's allocators keep for reuse after it was freed (CUDA's asynchronous pool, CuPy's
 pool) is held as far as NVML can tell. A holder whose hold is above the level
-(:func:`above_level`) is asked by its own kernel to give that back (:func:`.caps.give_back`), so
-that a student who once took most of the GPU alone shrinks to an equal part when others come,
-instead of keeping, cached, what nobody uses.
+(:func:`above_level`) is asked by its own kernel to give that back
+(:meth:`.caps.KernelCap.give_back`), so that a student who once took most of the GPU alone
+shrinks to an equal part when others come, instead of keeping, cached, what nobody uses.
 
 A start is refused only where no GPU has :data:`.placement.MIN_SHARE` that no holder holds.
 The CUDA contexts no cap can hold are set aside first (:data:`.placement.CONTEXT_RESERVE` per
