@@ -98,37 +98,37 @@ class LastError:
     traceback: str
 
 
-_last: LastError | None = None
-_last_lock = threading.Lock()
+class ErrorLog:
+    """The last error a kernel showed its user, kept whole (with its causes and any library
+    traceback it carries) for ``%gpu_cluster status --verbose``: one per kernel, its cluster's
+    (:class:`.cluster.session.KernelCluster`)."""
 
+    def __init__(self) -> None:
+        self._last: LastError | None = None
+        self._lock = threading.Lock()
 
-def remember(err: BaseException) -> None:
-    """Keep ``err``'s traceback (with its causes and any library traceback it carries)."""
-    global _last
-    text = "".join(traceback.format_exception(err))
-    details = getattr(err, "details", "")
-    if isinstance(details, str) and details:
-        text += "\nThe library's own traceback:\n" + details
-    with _last_lock:
-        _last = LastError(str(err), time.time(), text)
+    def remember(self, err: BaseException) -> None:
+        """Keep ``err``'s traceback (with its causes and any library traceback it carries)."""
+        text = "".join(traceback.format_exception(err))
+        details = getattr(err, "details", "")
+        if isinstance(details, str) and details:
+            text += "\nThe library's own traceback:\n" + details
+        with self._lock:
+            self._last = LastError(str(err), time.time(), text)
 
+    def last(self) -> LastError | None:
+        with self._lock:
+            return self._last
 
-def last() -> LastError | None:
-    with _last_lock:
-        return _last
+    def forget(self) -> None:
+        with self._lock:
+            self._last = None
 
-
-def forget() -> None:
-    global _last
-    with _last_lock:
-        _last = None
-
-
-def last_report() -> str:
-    """What ``%gpu_cluster status --verbose`` prints: the last error with its full traceback, or
-    that there was none."""
-    error = last()
-    if error is None:
-        return "No gpudask error so far in this kernel."
-    when = time.strftime("%H:%M:%S", time.localtime(error.time))
-    return f"Last gpudask error, at {when}: {error.message}\n\n{error.traceback.rstrip()}"
+    def report(self) -> str:
+        """What ``%gpu_cluster status --verbose`` prints: the last error with its full
+        traceback, or that there was none."""
+        error = self.last()
+        if error is None:
+            return "No gpudask error so far in this kernel."
+        when = time.strftime("%H:%M:%S", time.localtime(error.time))
+        return f"Last gpudask error, at {when}: {error.message}\n\n{error.traceback.rstrip()}"

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import compat, errors
+from .. import compat
 from ..errors import GpuDaskError
 from ..monitor import scheduler_probe
 from ..schema.protocol import CONTROL_ACTIONS, ActionResult, ResultCluster
@@ -57,7 +57,7 @@ def _run(kernel: KernelCluster, action: str, n: int | None) -> ActionResult:
         kernel.imports.under_way()
         said = _command(kernel, action, n, warnings.append)
     except GpuDaskError as err:
-        errors.remember(err)
+        kernel.errors.remember(err)
         return _result(kernel, False, action, _text([*str(err).splitlines(), *warnings]))
     except KeyboardInterrupt:  # Ctrl-C: there is no cell to fail, the view is told
         return _result(kernel, False, action, f"%gpu_cluster {action} interrupted.")

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 #: what the server was launched with (:class:`.fork_server.Launch`): a probe forked from it
 #: reports it
+# per process: this fork server's own launch, in the fork server's process
 LAUNCHED: Any = None
 
 

@@ -186,7 +186,7 @@ class ForkServers:
                 self._known = (report.server, started, asked)
 
 
-#: this process's: multiprocessing keeps one fork server per process, whatever runs in it
+# per process: multiprocessing keeps one fork server per process, whatever runs in it
 this_process = ForkServers()
 
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from ..machine.nvml import Device
 
 _VARIABLE = "CUDA_VISIBLE_DEVICES"
+# per process: the GPUs this process may use, read once
 _lock = threading.Lock()
 
 

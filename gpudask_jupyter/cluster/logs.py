@@ -60,6 +60,7 @@ class _Recent(logging.Handler):
         self.records.append(said)
 
 
+# per process: logging's handlers are the process's, and the workers' log file one per process
 _lock = threading.Lock()
 _recent = _Recent()
 _file: logging.Handler | None = None

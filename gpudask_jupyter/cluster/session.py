@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import compat, config, lifecycle, registry
-from ..errors import ClusterError
+from ..errors import ClusterError, ErrorLog
 from ..gpu_time import kernel as gpu_time
 from ..machine import nvml, processes
 from ..registry.kernel_id import kernel_id
@@ -765,7 +765,8 @@ def _record_tasks(client: Any) -> None:
 
 class KernelCluster:
     """What one kernel runs of its cluster: its one session, the operations on it (run so that
-    Ctrl-C cannot cut one in half) and the imports ahead of its first start. Made by the
+    Ctrl-C cannot cut one in half), the imports ahead of its first start, and the last error it
+    showed (for ``status --verbose``). Made by the
     extension for its kernel (:class:`..magics.extension.Extension`); a test can make several,
     which do not see each other.
 
@@ -784,6 +785,7 @@ class KernelCluster:
     def __init__(self, imports: Prewarm | None = None) -> None:
         self.imports = imports if imports is not None else Prewarm()
         self.operations = Operations(self.imports)
+        self.errors = ErrorLog()  # the last error shown, for status --verbose
         self._session: ClusterSession | None = None
         self._lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while held
         self._registered = False

@@ -200,6 +200,7 @@ def forget_probe() -> None:
         _probed.clear()
 
 
+# per process: the installed cuDF, probed once per process
 _probe_lock = threading.Lock()
 _probed: list[tuple[str, ...]] = []
 

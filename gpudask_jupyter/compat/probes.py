@@ -23,6 +23,7 @@ MODULES = (
 )
 """The compat modules (of this folder), each with its ``DISTRIBUTION`` and ``needs()``."""
 
+# per process: what the installed libraries offer, probed once per process
 _lock = threading.Lock()
 _probes: dict[str, Probe] = {}  # one per process: what a library offers does not change
 

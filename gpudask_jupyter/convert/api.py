@@ -26,6 +26,7 @@ class GpuUnavailableWarning(UserWarning):
 
 
 _told: set[str] = set()
+# per process: what was told once is told once per process, as Python's warnings are
 _told_lock = threading.Lock()
 
 

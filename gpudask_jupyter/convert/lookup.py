@@ -16,6 +16,7 @@ from .converter import Converter, Direction
 
 log = logging.getLogger(__name__)
 
+# per process: the converters registered, as Python imports their modules: once per process
 _lock = threading.Lock()
 _converters: list[Converter] = []
 _builtins_loaded = False

@@ -46,10 +46,11 @@ PATIENCE = 5.0
 
 @dataclass(slots=True)
 class _Ended:
-    run: TaskRun
+    run: TaskRun  # from when the worker set out to run it: the moments its records may have
     peak: int | None
     shared: bool
     noted: float
+    wall: float  # the seconds its function ran (distributed's compute interval)
 
 
 class GpuTimePlugin(WorkerPlugin):
@@ -131,8 +132,13 @@ class GpuTimePlugin(WorkerPlugin):
             interval = _compute_interval(ts)
             if interval is None:
                 return
-            run = TaskRun(str(key), ts.prefix, ts.span_id, interval[0] - delay, interval[1] - delay)
-            self._ended.append(_Ended(run, peak, shared, time.time()))
+            # the start the worker noted on its own clock, before the task ran, where it has one:
+            # the offset a heartbeat may move in between cannot put the task's first copy
+            # before its start
+            began = getattr(ts, "start_time", None)
+            first = interval[0] - delay if began is None else min(float(began), interval[0] - delay)
+            run = TaskRun(str(key), ts.prefix, ts.span_id, first, interval[1] - delay)
+            self._ended.append(_Ended(run, peak, shared, time.time(), interval[1] - interval[0]))
 
     def _delay(self) -> float:
         return float(getattr(self.worker, "scheduler_delay", 0.0) or 0.0)
@@ -175,9 +181,7 @@ class GpuTimePlugin(WorkerPlugin):
             usage = found.by_task[run.key]
             self._digest(run, usage.gpu_seconds, usage.htod, usage.dtoh)
             row = rows.setdefault((run.span, run.prefix), PrefixTime(run.prefix))
-            row.add(
-                1, run.stop - run.start, usage.gpu_seconds, usage.htod, usage.dtoh, e.peak, e.shared
-            )
+            row.add(1, e.wall, usage.gpu_seconds, usage.htod, usage.dtoh, e.peak, e.shared)
         self._prune()
         self.worker.log_event(
             TOPIC,

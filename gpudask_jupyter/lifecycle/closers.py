@@ -23,6 +23,8 @@ VIEWS: Stage = 0  # panels and sampler threads that read the cluster
 CLUSTER: Stage = 1  # the kernel's cluster and its client
 MEMORY: Stage = 2  # host memory held for transfers
 
+# per process: the closers run on %unload_ext, on the kernel's shutdown and on SIGTERM, which the
+# process gets once
 _lock = threading.Lock()
 _closers: dict[Callable[[], object], Stage] = {}
 _ending = threading.Event()

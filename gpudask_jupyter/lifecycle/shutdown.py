@@ -153,5 +153,5 @@ class ShutdownHooks:
             signal.signal(signal.SIGTERM, previous)
 
 
-#: this process's hooks: a signal has one handler per process, and a kernel one shutdown
+# per process: a signal has one handler per process, and a kernel one shutdown
 this_process = ShutdownHooks()

@@ -86,6 +86,7 @@ class Undertaker:
 
 
 #: the one undertaker of this process
+# per process: the undertaker watches this process, whatever runs in it
 undertaker = Undertaker()
 
 

@@ -14,6 +14,7 @@ import threading
 
 log = logging.getLogger(__name__)
 
+# per process: what CUDA and the imports say of this process, asked once
 _lock = threading.Lock()
 _cache: dict[tuple[str, ...], str | None] = {}
 

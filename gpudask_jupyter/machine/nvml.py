@@ -106,6 +106,7 @@ _MESSAGES = {
     4: (NvmlState.NO_PERMISSION, "no permission to query the NVIDIA driver through NVML"),
 }
 
+# per process: NVML is initialised once per process, and its handles are the process's
 _lock = threading.RLock()
 _status = NvmlStatus(NvmlState.UNINITIALIZED)
 _owner_pid: int | None = None

@@ -3,7 +3,8 @@
 The parsers (and so the help) are declared in :mod:`.parsers`; the decisions are taken below,
 in :mod:`..cluster.session`, :mod:`..cluster.options` and :mod:`..convert`. An error from there
 (:class:`~..errors.GpuDaskError`) is shown as IPython's one-line ``UsageError`` instead of a library
-traceback, and kept whole by :func:`..errors.remember` for ``%gpu_cluster status --verbose``.
+traceback, and kept whole by the kernel's :class:`~..errors.ErrorLog` for ``%gpu_cluster status
+--verbose``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Float, Integer, Unicode, observe
 
 from .. import config, errors
-from ..errors import GpuDaskError
+from ..errors import ErrorLog, GpuDaskError
 from ..text import units
 from . import cell_parsers, parsers
 from .shared_arguments import Spec
@@ -66,10 +67,11 @@ def _moved(report: Any) -> int:
     return sum(m.nbytes or 0 for m in report.moved if m.path != "lazy")
 
 
-def _user_error(err: GpuDaskError) -> UsageError:
-    """The one sentence the user sees; the whole error is kept for ``status --verbose``."""
+def _user_error(err: GpuDaskError, kept: ErrorLog) -> UsageError:
+    """The one sentence the user sees; the whole error is kept in ``kept`` for ``status
+    --verbose``."""
     log.debug("shown to the user: %s", err, exc_info=err)
-    errors.remember(err)
+    kept.remember(err)
     return UsageError(str(err))
 
 
@@ -210,7 +212,7 @@ class GpuDaskMagics(Magics):
                 self.extension.cluster.imports.under_way()
             return _handlers[spec](self, args)
         except GpuDaskError as err:
-            raise _user_error(err) from None
+            raise _user_error(err, self.extension.cluster.errors) from None
         except KeyboardInterrupt:
             if sub not in _OPERATIONS:
                 raise
@@ -323,7 +325,7 @@ class GpuDaskMagics(Magics):
             for note in damaged:
                 print(note)
             if args.verbose:  # also when the status fails: the error before it may say why
-                print(errors.last_report())
+                print(self.extension.cluster.errors.report())
                 print(_dask_said())
 
     @_subcommand(parsers.scale)
@@ -466,7 +468,7 @@ class GpuDaskMagics(Magics):
             self.extension.cluster.imports.under_way()
             report, unavailable = _convert(args, direction, namespace, names)
         except GpuDaskError as err:
-            raise _user_error(err) from None
+            raise _user_error(err, self.extension.cluster.errors) from None
         except KeyboardInterrupt:
             # a fresh interrupt, shown as its sentence alone (errors.Interrupted), not as the
             # transfer's internals, which would say nothing to the user

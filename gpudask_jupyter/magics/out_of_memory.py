@@ -20,6 +20,8 @@ from .. import compat
 
 log = logging.getLogger(__name__)
 
+# per process: IPython has one shell per process (InteractiveShell.instance), with one custom
+# exception handler
 _shell: Any = None  # the shell whose handler is ours
 
 

@@ -68,6 +68,7 @@ class Shipped:
 
 
 _shipped: dict[str, Shipped] = {}
+# per process: cloudpickle registers a module by value once per process
 _shipped_lock = threading.Lock()
 
 
@@ -129,6 +130,7 @@ class EventLoop:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
 
+# per process: one event loop thread carries every client call of this process
 _loop: EventLoop | None = None
 _loop_lock = threading.Lock()
 

@@ -16,6 +16,7 @@ from ..compat import distributed as compat
 
 DONE_STATES = ("memory", "released", "forgotten")
 
+# per process: cloudpickle registers a module by value once per process
 _shipping = threading.Lock()
 _shipped = False
 

@@ -116,6 +116,8 @@ def server_room(now: float) -> RoomParts | None:
     return views_reader(lambda key: key)(now)
 
 
+# per process: the Jupyter server loads its extension once per process, and every tab of it shares
+# one monitor
 _monitor: Monitor | None = None
 _sources: RegistrySources | None = None
 _kernel_manager: Any = None

@@ -17,6 +17,8 @@ from ..lifecycle.periodic import Periodic
 #: seconds between two tidy-ups
 EVERY = 10.0
 
+# per process: one tidy-up thread per server process (its tests make servers one after another in
+# one process)
 _current: Periodic | None = None
 
 

@@ -391,3 +391,71 @@ def test_no_folder_imports_a_folder_that_imports_it_back() -> None:
 def test_the_folder_cycle_check_finds_cycles() -> None:
     graph = {"p.lifecycle": {"p.cluster"}, "p.cluster": {"p.lifecycle"}, "p.machine": set()}
     assert _cycles(graph) == [["p.cluster", "p.lifecycle"]]
+
+
+#: what marks a module's mutable state as one per process, and says why
+PER_PROCESS = "# per process:"
+
+
+#: what a module-level call makes that is not state: type variables, context variables (each
+#: thread and task sees its own), loggers
+NOT_STATE = {"TypeVar", "ContextVar", "getLogger", "compile", "frozenset", "Path", "dataclass"}
+
+
+def _makes_state(func: ast.expr) -> bool:
+    """Whether calling ``func`` at a module's top makes mutable state: an instance of a class
+    (``Holder()``, ``_Recent()``) or a lock or event (``threading.Lock()``)."""
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name not in NOT_STATE and name.lstrip("_")[:1].isupper()
+
+
+def _said_above(lines: list[str], index: int) -> bool:
+    """Whether line ``index``, or one of the block of lines just above it (up to a blank
+    line), says why its state is one per process."""
+    while index >= 0 and lines[index].strip():
+        if PER_PROCESS in lines[index]:
+            return True
+        index -= 1
+    return False
+
+
+def _module_state(path: Path) -> list[str]:
+    """The names a module keeps mutable state in: those a function rebinds (``global``), and
+    instances, locks and events made at the top of the module (``name = Class()``), whose line
+    (or the block of lines above it) does not say why there is one per process."""
+    text = path.read_text()
+    lines = text.splitlines()
+    tree = ast.parse(text)
+    rebound = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
+    found = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        value = getattr(node, "value", None)
+        made = isinstance(value, ast.Call) and _makes_state(value.func)
+        for target in targets:
+            if not isinstance(target, ast.Name):
+                continue
+            kept = target.id in rebound or (made and not target.id.isupper())
+            if kept and not _said_above(lines, node.lineno - 1):
+                found.append(target.id)
+    return found
+
+
+def test_state_kept_in_a_module_says_why_it_is_one_per_process() -> None:
+    """A kernel's state is its extension's (:mod:`gpudask_jupyter.magics.extension`); what a
+    module keeps is what a library or the operating system keeps once per process, said so."""
+    kept = {name: found for name, path in _modules().items() if (found := _module_state(path))}
+    assert kept == {}
+
+
+def test_the_state_check_finds_unexplained_state(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import threading\n_lock = threading.Lock()\n_seen = False\n"
+        "registry = Registry()\nT = TypeVar('T')\n"
+        "# per process: the library keeps one\nhandle = Handle()\n"
+        "def f():\n    global _seen\n    _seen = True\n"
+    )
+    assert _module_state(module) == ["_lock", "_seen", "registry"]

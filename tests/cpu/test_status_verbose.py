@@ -11,17 +11,16 @@ from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from support import free_port
+from support import free_port, this_kernel
 
-from gpudask_jupyter import errors
 from gpudask_jupyter.convert import Context, Converter, register, unregister
 
 
 @pytest.fixture(autouse=True)
-def _no_error_yet() -> Iterator[None]:
-    errors.forget()
+def _no_error_yet(shell: Any) -> Iterator[None]:
+    this_kernel().errors.forget()
     yield
-    errors.forget()
+    this_kernel().errors.forget()
 
 
 def test_without_an_error_verbose_says_there_was_none(shell, capsys) -> None:

@@ -174,6 +174,7 @@ class ProcessCap:
 
 
 #: this process's cap (one per process: RMM's current resource is the process's)
+# per process: RMM's current resource of a device is the process's
 process_cap = ProcessCap()
 
 

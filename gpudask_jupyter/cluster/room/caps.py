@@ -201,5 +201,6 @@ class KernelCap:
         return self._cap
 
 
-#: this process's cap on its own GPU allocations: RMM's resource of a device is one per process
+# per process: the cap on this process's own GPU allocations; RMM's resource of a device is
+# the process's
 this_process = KernelCap()

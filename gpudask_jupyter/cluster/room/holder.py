@@ -483,6 +483,6 @@ class Holder:
             raise
 
 
-#: this process's hold on the room: a lease is proved by its process's lock and names its pid,
-#: so there is one per process, whatever runs in it
+# per process: the hold on the room; a lease is proved by its process's lock and names its
+# pid, so there is one per process, whatever runs in it
 this_process = Holder()

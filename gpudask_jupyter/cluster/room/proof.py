@@ -66,6 +66,7 @@ HEARTBEAT_EVERY = 30.0
 #: leaves its lease behind until its account's next kernel prunes it
 STALE_AFTER = 4 * HEARTBEAT_EVERY
 
+# per process: warned once per process
 _warned = False
 
 

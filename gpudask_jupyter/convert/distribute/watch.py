@@ -42,6 +42,7 @@ class _Watched:
     damage: str = ""  # the sentence, once the collection cannot be used
 
 
+# per process: one watcher of the collections this process spread: their futures are its client's
 _lock = threading.Lock()
 _watched: list[_Watched] = []
 _thread: threading.Thread | None = None

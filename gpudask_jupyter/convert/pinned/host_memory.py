@@ -66,6 +66,7 @@ class Policy:
     min_bytes: int = MIN_BYTES
 
 
+# per process: pinned host memory is the process's: CUDA pins pages per process
 policy = Policy()
 
 

@@ -236,6 +236,7 @@ class PinnedStager:
             self._lock.release()
 
 
+# per process: the pinned buffers, CUDA's per process (host_memory.policy)
 _stager: PinnedStager | None = None
 _stager_lock = threading.RLock()  # re-entrant: SIGTERM's handler may release inside stager()
 

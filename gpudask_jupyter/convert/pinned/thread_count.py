@@ -63,6 +63,7 @@ class Load:
             self._since = now
 
 
+# per process: the cores this process's copies keep busy
 _load = Load()
 
 
