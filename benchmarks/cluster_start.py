@@ -125,23 +125,26 @@ def _fresh_process(line: str, cpu: bool, wait: bool, later: int, ahead: bool = T
     from IPython.utils.capture import capture_output
 
     from gpudask_jupyter import config
-    from gpudask_jupyter.cluster import prewarm
     from gpudask_jupyter.machine import nvml
+    from gpudask_jupyter.magics.extension import Extension
 
     config.set_override("prewarm", True)  # the default; set here, whatever the environment says
     config.set_override("launch-ahead", ahead)
     shell = InteractiveShell.instance()
     with capture_output():
         shell.run_cell("%load_ext gpudask_jupyter")
+    loaded = Extension.of(shell)
+    assert loaded is not None
+    imports = loaded.cluster.imports
     if cpu:
         config.set_override("nvml", False)
         nvml.reset()
     if wait:
-        prewarm.join()  # the kernel idle after the cell, until the imports are done
+        imports.join()  # the kernel idle after the cell, until the imports are done
     run = _ours(shell, line)
     times = [run() for _ in range(1 + later)]
     shell.run_line_magic("unload_ext", "gpudask_jupyter")
-    print(json.dumps({"first": times[0], "later": times[1:], "imports": prewarm.this_kernel.took}))
+    print(json.dumps({"first": times[0], "later": times[1:], "imports": imports.took}))
 
 
 def _fresh_env(tree: str | None = None) -> dict[str, str]:

@@ -66,11 +66,11 @@ class Recorder:
     """Keeps every frame the kernel's monitor hands a consumer, from a snapshot on."""
 
     def __init__(self, interval: float) -> None:
-        from gpudask_jupyter.widget.shared_monitor import KEY, kernel_monitor
+        from gpudask_jupyter.widget.shared_monitor import KEY, this_kernel_view
 
         self.frames: list[dict[str, Any]] = []
         self._key = KEY
-        self._monitor = kernel_monitor()
+        self._monitor = this_kernel_view().monitor()
         self._cursor: Any = None
         self._lock = threading.Lock()
         self._token = self._monitor.subscribe(self._take, interval=interval)

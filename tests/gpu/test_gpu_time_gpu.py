@@ -20,6 +20,7 @@ BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_time.py"
 _spec = importlib.util.spec_from_file_location("gpu_time_benchmark", BENCHMARK)
 assert _spec is not None and _spec.loader is not None
 known_work = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = known_work  # cloudpickle ships only modules it can find there
 _spec.loader.exec_module(known_work)
 spin, copy = known_work.spin, known_work.copy
 

@@ -252,7 +252,11 @@ def test_the_newest_holder_leaving_leaves_a_share_that_can_be_allocated_in_full(
             run(kc, "%load_ext gpudask_jupyter\nclient = %gpu_cluster start\n" + PROBE)["status"]
             == "ok"
         )
-    run(c, "%gpu_cluster stop\nfrom gpudask_jupyter.cluster.room import holder\nholder.release()")
+    run(
+        c,
+        "%gpu_cluster stop\nfrom gpudask_jupyter.cluster.room import holder\n"
+        "holder.this_process.release()",
+    )
     out = run(
         b,
         "end = time.time() + 20\n"
