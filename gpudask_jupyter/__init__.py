@@ -27,9 +27,23 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
+        if name in {"to_gpu", "to_cpu"}:  # the conversions do their GPU work in the room
+            _tell_conversions_of_the_room()
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'gpudask_jupyter' has no attribute {name!r}")
+
+
+def _tell_conversions_of_the_room() -> None:
+    """Hand the conversions the room's hooks (:mod:`.convert.room_hooks`): the kernel placed
+    and capped before its own GPU work, an out-of-memory under its share explained. Here, at the
+    root that may reach every folder, so that neither folder imports the other; the extension
+    calls it when loaded, and ``to_gpu``/``to_cpu`` taken from this package do. The room is
+    the process's, so the hooks stay told after an unload."""
+    from .cluster import room
+    from .convert import room_hooks
+
+    room_hooks.tell(room_hooks.RoomHooks(room.before_kernel_gpu_work, room.out_of_memory))
 
 
 def __dir__() -> list[str]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import is_out_of_memory
 from ..text.units import format_bytes
+from . import room_hooks
 from .report import nbytes_of
 
 log = logging.getLogger(__name__)
@@ -82,9 +83,7 @@ def describe(
     if is_out_of_memory(err):
         size = nbytes_of(obj)
         need = f"it needs about {format_bytes(size)}" if size else "it does not fit"
-        from ..cluster import room
-
-        shared = room.out_of_memory(need)
+        shared = room_hooks.out_of_memory(need)
         if shared is not None:
             cause, hint = shared
             return f"out of GPU memory ({cause})", f"{hint}, or {exclude}"

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import ConversionError, GpuDaskError, NoGpuError
 from ..lifecycle import interrupts
+from . import room_hooks
 from .converter import Context, Converter, Direction
 from .failures import describe
 from .lookup import find
@@ -199,9 +200,7 @@ def convert_names(
     an object on the host, for the error's hint (the magic's ``--exclude`` by default).
     """
     if direction == "gpu":  # before CUDA starts here: the room may pin the kernel to its GPU
-        from ..cluster import room
-
-        room.before_kernel_gpu_work()
+        room_hooks.before_gpu_work()
     report = Report(direction)
     plan, unavailable = _plan(
         namespace, names, direction, report, required_by if require_gpu else None, leave_on_host

@@ -47,8 +47,11 @@ class Extension:
         return loaded if isinstance(loaded, Extension) else None
 
     def install(self) -> None:
-        """Register the magics, and start following the shell's cells (the imports ahead of a
-        first start, and each cell's GPU time)."""
+        """Register the magics, tell the conversions of the room, and start following the
+        shell's cells (the imports ahead of a first start, and each cell's GPU time)."""
+        from .. import _tell_conversions_of_the_room
+
+        _tell_conversions_of_the_room()
         self.shell.register_magics(self.magics)
         self.shell.configurables.append(self.magics)
         setattr(self.shell, SHELL_SLOT, self)

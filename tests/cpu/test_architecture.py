@@ -164,8 +164,15 @@ def test_every_folder_says_what_it_holds() -> None:
 
 
 #: what the package's own ``__init__`` may hold beyond re-exports: its version, the lazy
-#: attributes that keep ``import gpudask_jupyter`` light (PEP 562), and Jupyter's hooks
-TOP_INIT_EXTRAS = {"__version__", "_LAZY", "__getattr__", "__dir__"}
+#: attributes that keep ``import gpudask_jupyter`` light (PEP 562), Jupyter's hooks, and the
+#: wiring only the root may do
+TOP_INIT_EXTRAS = {
+    "__version__",
+    "_LAZY",
+    "__getattr__",
+    "__dir__",
+    "_tell_conversions_of_the_room",  # the root wires the room into the conversions
+}
 
 
 def _does_something(node: ast.stmt, top: bool) -> bool:

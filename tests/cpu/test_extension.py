@@ -57,3 +57,27 @@ def this_view_sources(shell: Any) -> dict[str, Any]:
     loaded = Extension.of(shell)
     assert loaded is not None
     return loaded.view.sources()
+
+
+def test_the_conversions_are_told_of_the_room_not_importing_it(shell: Any) -> None:
+    """convert imports nothing of the room: the extension (or ``gpudask_jupyter.to_gpu``)
+    hands it the room's hooks, which a ``%%to_gpu`` then runs before its GPU work."""
+    import gpudask_jupyter
+    from gpudask_jupyter.cluster import room
+    from gpudask_jupyter.convert import room_hooks
+
+    assert room_hooks._told.before_gpu_work is room.before_kernel_gpu_work
+    assert room_hooks._told.out_of_memory is room.out_of_memory
+    room_hooks.forget()
+    try:
+        calls: list[str] = []
+        room_hooks.tell(room_hooks.RoomHooks(lambda: calls.append("placed")))
+        shell.run_cell("import numpy as np")
+        shell.run_cell_magic("to_gpu", "-q", "x = np.ones(3)")
+        assert calls == ["placed"]
+        room_hooks.forget()
+        assert gpudask_jupyter.to_gpu is not None  # taken from the package: told again
+        assert room_hooks._told.before_gpu_work is room.before_kernel_gpu_work
+    finally:
+        room_hooks.forget()
+        shell.run_line_magic("reload_ext", "gpudask_jupyter")
