@@ -82,10 +82,10 @@ class ClusterSession:
     """The cluster this kernel started, attached to or joined, and the Client that talks to it.
 
     ``%gpu_cluster start``, ``attach`` and ``join`` each make one with the classmethod of the
-    same name and keep it as the kernel's session (:func:`current`); ``scale``, ``restart``,
-    ``leave``, ``stop`` and ``status`` work on that session through the methods below. Called
-    from Python, the methods run on the calling thread, without the magics' guard that keeps
-    Ctrl-C from cutting one in half, and a new session does not close the running one
+    same name and keep it as the kernel's session (:meth:`KernelCluster.current`); ``scale``,
+    ``restart``, ``leave``, ``stop`` and ``status`` work on that session through the methods
+    below. Called from Python, the methods run on the calling thread, without the magics' guard
+    that keeps Ctrl-C from cutting one in half, and a new session does not close the running one
     (``--replace`` does): close it first.
 
     Parameters
