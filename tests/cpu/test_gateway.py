@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from gateway_server import GatewayServer, gateway_server
 from IPython.core.error import UsageError
-from support import free_port, this_view
+from support import free_port, this_kernel, this_view
 from support import run_cell as run
 
 from gpudask_jupyter import registry
@@ -109,9 +109,7 @@ def test_gpus_ask_the_gateway_for_gpu_workers(shell: Any, hub_env: GatewayServer
     """--gpus N: N workers, each with the gateway's GPU option set to one GPU."""
     client = shell.run_line_magic("gpu_cluster", "start --gateway --gpus 1")
     assert len(client.scheduler_info()["workers"]) == 1
-    from gpudask_jupyter.cluster.session import current
-
-    session = current()
+    session = this_kernel().current()
     assert session is not None and isinstance(session.kind, Gateway)
     assert session.kind.made.options["worker_gpus"] == 1
     shell.run_line_magic("gpu_cluster", "stop")

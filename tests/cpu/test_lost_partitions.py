@@ -13,9 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from support import wait_until
-
-from gpudask_jupyter.cluster import session as sessions
+from support import this_kernel, wait_until
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -43,7 +41,7 @@ def test_a_lost_partition_fails_at_once_and_status_says_so(
     shell: Any, capsys: Any, how: str
 ) -> None:
     _spread(shell)
-    session = sessions.current()
+    session = this_kernel().current()
     assert session is not None
     if how == "SIGKILL":
         os.kill(session.pids.known()[0], signal.SIGKILL)

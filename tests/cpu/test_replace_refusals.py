@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from IPython.core.error import UsageError
-
-from gpudask_jupyter.cluster import session as sessions
+from support import this_kernel
 
 pytestmark = [
     pytest.mark.timeout(240),
@@ -56,7 +55,7 @@ def test_every_refused_replace_keeps_the_cluster_and_its_data(
     if nvml.status().available:
         pytest.skip("the refusals include --require-gpu on a machine without a GPU")
     shell.run_line_magic("gpu_cluster", "start --n-workers 2 --memory-limit 1GB")
-    before = sessions.current()
+    before = this_kernel().current()
     frame = pd.DataFrame({"k": np.arange(10_000) % 3, "v": np.arange(10_000.0)})
     shell.user_ns["frame"] = frame
     shell.run_cell_magic("to_gpu", "--distribute -q frame", "frame = frame")
@@ -64,7 +63,7 @@ def test_every_refused_replace_keeps_the_cluster_and_its_data(
     for line in _refused(tmp_path, scheduler.address):
         with pytest.raises(UsageError):
             shell.run_line_magic("gpu_cluster", line)
-        assert sessions.current() is before and before is not None and before.alive, line
+        assert this_kernel().current() is before and before is not None and before.alive, line
         total = shell.ev("frame.v.sum().compute()")
         assert total == expected, line
     shell.run_line_magic("gpu_cluster", "stop")
