@@ -126,16 +126,22 @@ def _fresh_process(line: str, cpu: bool, wait: bool, later: int, ahead: bool = T
 
     from gpudask_jupyter import config
     from gpudask_jupyter.machine import nvml
-    from gpudask_jupyter.magics.extension import Extension
 
     config.set_override("prewarm", True)  # the default; set here, whatever the environment says
     config.set_override("launch-ahead", ahead)
     shell = InteractiveShell.instance()
     with capture_output():
         shell.run_cell("%load_ext gpudask_jupyter")
-    loaded = Extension.of(shell)
-    assert loaded is not None
-    imports = loaded.cluster.imports
+    try:
+        from gpudask_jupyter.magics.extension import Extension
+    except ImportError:  # a --baseline-tree from before the extension object held the imports
+        from gpudask_jupyter.cluster import prewarm
+
+        imports = prewarm.this_kernel  # type: ignore[attr-defined]
+    else:
+        loaded = Extension.of(shell)
+        assert loaded is not None
+        imports = loaded.cluster.imports
     if cpu:
         config.set_override("nvml", False)
         nvml.reset()
