@@ -166,6 +166,31 @@ class Profile:
         return table
 
 
+#: seconds ``profile`` waits for the workers' last figures to reach the scheduler
+DELIVERY = 5.0
+
+
+def _flushed_events(client: Any) -> list[tuple[float, dict[str, Any]]]:
+    """The scheduler's GPU-time events once every measuring worker's figures up to now are
+    there: each worker hands them over (:func:`.worker_plugin.flush`) and marks the end with a
+    token, which is waited for (at most :data:`DELIVERY` seconds)."""
+    import uuid
+
+    from . import worker_plugin
+
+    token = uuid.uuid4().hex
+    answered = client.run(worker_plugin.flush, token=token)
+    measuring = sum(1 for said in answered.values() if said)
+    deadline = time.monotonic() + DELIVERY
+    while True:
+        events: list[tuple[float, dict[str, Any]]] = client.run_on_scheduler(
+            readings.events_since, since=0.0
+        )
+        if readings.flushed(events, token) >= measuring or time.monotonic() > deadline:
+            return events
+        time.sleep(0.05)
+
+
 def profile(
     client: Any, kernel: KernelCells, cell: int | None = None, seconds: float | None = None
 ) -> Profile:
@@ -195,11 +220,8 @@ def profile(
         )
         out.notes.append(f"kernel: {cells.reason}")
     if client is not None:
-        from . import worker_plugin
-
         try:
-            client.run(worker_plugin.flush)
-            events = client.run_on_scheduler(readings.events_since, since=0.0)
+            events = _flushed_events(client)
         except Exception as err:
             log.warning("the cluster's GPU time was not read", exc_info=True)
             out.notes.append(f"cluster: not read ({err})")

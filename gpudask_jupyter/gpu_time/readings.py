@@ -128,6 +128,11 @@ def per_prefix(
     return sorted(found.values(), key=lambda p: (-p.gpu, -p.wall, p.prefix))
 
 
+def flushed(events: Iterable[tuple[float, dict[str, Any]]], token: str) -> int:
+    """How many workers' ``flushed`` events with ``token`` the scheduler has received."""
+    return sum(1 for _, msg in events if msg.get("kind") == "flushed" and msg.get("token") == token)
+
+
 def sources_of(events: Iterable[tuple[float, dict[str, Any]]]) -> Sources:
     out = Sources()
     for _, msg in events:

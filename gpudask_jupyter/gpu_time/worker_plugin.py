@@ -218,9 +218,12 @@ def _compute_interval(ts: Any) -> tuple[float, float] | None:
     return None
 
 
-async def flush(dask_worker: Any = None, patience: float = 3.0) -> bool:
+async def flush(dask_worker: Any = None, patience: float = 3.0, token: str = "") -> bool:
     """Run on a worker (``Client.run``): wait until its source covers now (at most ``patience``
-    seconds), then hand over every ended task's figures. False: the plugin is not there."""
+    seconds), then hand over every ended task's figures, followed by a ``flushed`` event naming
+    ``token``: the worker's events reach the scheduler in order, in its next batch, so once that
+    event is there, so are the figures before it (:func:`..readings.flushed`). False: the
+    plugin is not there."""
     import asyncio
 
     plugin = getattr(dask_worker, "plugins", {}).get(NAME)
@@ -234,4 +237,6 @@ async def flush(dask_worker: Any = None, patience: float = 3.0) -> bool:
             break
         await asyncio.sleep(0.1)
     plugin.tick(final=True)
+    if token:
+        dask_worker.log_event(TOPIC, {"kind": "flushed", "token": token})
     return True

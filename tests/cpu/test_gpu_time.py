@@ -219,9 +219,13 @@ def test_a_worker_of_two_threads_splits_shared_moments_and_says_shared(
     futures = [client.submit(stand_in_gpu.busy, 0.5, key=f"both-{i}", pure=False) for i in range(2)]
     client.gather(futures)
     client.run(worker_plugin.flush)
-    events = client.run_on_scheduler(readings.events_since, since=0.0)
-    rows = {p.prefix: p for p in readings.per_prefix(events)}
-    both = rows["both"]
+
+    def both_counted() -> Any:  # the worker's events reach the scheduler in its next batch
+        events = client.run_on_scheduler(readings.events_since, since=0.0)
+        row = {p.prefix: p for p in readings.per_prefix(events)}.get("both")
+        return row if row is not None and row.tasks == 2 else None
+
+    both = wait_until(both_counted, 30, "the two tasks' figures on the scheduler")
     assert both.shared
     # two kernels at once are one busy GPU: 0.5 s shared by the two tasks, not 1 s
     assert both.gpu == pytest.approx(0.5, rel=0.2)
