@@ -46,11 +46,10 @@ PATIENCE = 5.0
 
 @dataclass(slots=True)
 class _Ended:
-    run: TaskRun  # from when the worker set out to run it: the moments its records may have
+    run: TaskRun
     peak: int | None
     shared: bool
     noted: float
-    wall: float  # the seconds its function ran (distributed's compute interval)
 
 
 class GpuTimePlugin(WorkerPlugin):
@@ -122,23 +121,19 @@ class GpuTimePlugin(WorkerPlugin):
             for other in self._running.values():
                 other[0] = True
             # the offset distributed adds to the task's times is the one of this moment (the
-            # task starts now); a heartbeat may change it before the task ends
-            self._running[str(key)] = [shared, self._delay()]
+            # task starts now); a heartbeat may change it before the task ends. The moment
+            # itself keeps the task's readings from being pruned while it runs.
+            self._running[str(key)] = [shared, self._delay(), time.time()]
             self._peaks.begin()
         elif start == "executing":
-            shared, delay = self._running.pop(str(key), [False, self._delay()])
+            shared, delay, _ = self._running.pop(str(key), [False, self._delay(), 0.0])
             peak = self._peaks.end()
             ts = self.worker.state.tasks.get(key)
             interval = _compute_interval(ts)
             if interval is None:
                 return
-            # the start the worker noted on its own clock, before the task ran, where it has one:
-            # the offset a heartbeat may move in between cannot put the task's first copy
-            # before its start
-            began = getattr(ts, "start_time", None)
-            first = interval[0] - delay if began is None else min(float(began), interval[0] - delay)
-            run = TaskRun(str(key), ts.prefix, ts.span_id, first, interval[1] - delay)
-            self._ended.append(_Ended(run, peak, shared, time.time(), interval[1] - interval[0]))
+            run = TaskRun(str(key), ts.prefix, ts.span_id, interval[0] - delay, interval[1] - delay)
+            self._ended.append(_Ended(run, peak, shared, time.time()))
 
     def _delay(self) -> float:
         return float(getattr(self.worker, "scheduler_delay", 0.0) or 0.0)
@@ -181,7 +176,9 @@ class GpuTimePlugin(WorkerPlugin):
             usage = found.by_task[run.key]
             self._digest(run, usage.gpu_seconds, usage.htod, usage.dtoh)
             row = rows.setdefault((run.span, run.prefix), PrefixTime(run.prefix))
-            row.add(1, e.wall, usage.gpu_seconds, usage.htod, usage.dtoh, e.peak, e.shared)
+            row.add(
+                1, run.stop - run.start, usage.gpu_seconds, usage.htod, usage.dtoh, e.peak, e.shared
+            )
         self._prune()
         self.worker.log_event(
             TOPIC,
@@ -203,8 +200,10 @@ class GpuTimePlugin(WorkerPlugin):
                 self.worker.digest_metric(("execute", run.span, run.prefix, activity, unit), value)
 
     def _prune(self) -> None:
-        """Readings older than every task still waiting (or than a minute) are done with."""
-        oldest = min((e.run.start for e in self._ended), default=time.time()) - 1.0
+        """Readings older than every task still waiting or still running are done with (a
+        task's first copy, read while it runs, waits for its end)."""
+        starts = [e.run.start for e in self._ended] + [r[2] for r in self._running.values()]
+        oldest = min(starts, default=time.time()) - 1.0
         self._busy = [b for b in self._busy if b.end >= oldest]
         self._copies = [c for c in self._copies if c.start >= oldest]
 

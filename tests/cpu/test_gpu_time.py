@@ -231,6 +231,25 @@ def test_a_worker_of_two_threads_splits_shared_moments_and_says_shared(
     assert both.gpu == pytest.approx(0.5, rel=0.2)
 
 
+@pytest.mark.parametrize("measured_cluster", ["cupti"], indirect=True)
+def test_a_long_tasks_first_copy_is_kept_until_the_task_ends(measured_cluster: Any) -> None:
+    """A task that copies first, then keeps the GPU busy longer than the readings are kept:
+    the copy, read while the task still runs, is still there when the task ends (a pruning
+    that looked only at ended tasks dropped it, and a 1 GiB prefix showed 768 MiB)."""
+    client = measured_cluster
+    client.submit(stand_in_gpu.busy, 1.6, 64 * MiB, key="long-0", pure=False).result()
+    client.run(worker_plugin.flush)
+
+    def counted() -> Any:
+        events = client.run_on_scheduler(readings.events_since, since=0.0)
+        row = {p.prefix: p for p in readings.per_prefix(events)}.get("long")
+        return row if row is not None and row.tasks == 1 else None
+
+    row = wait_until(counted, 30, "the task's figures on the scheduler")
+    assert row.htod == 64 * MiB
+    assert row.gpu == pytest.approx(1.6, rel=0.1)
+
+
 # -- %gpu_cluster profile ------------------------------------------------------------------------
 
 
