@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from support import spawned_workers, this_kernel
+import psutil
+from support import this_kernel, wait_gone
 
 from gpudask_jupyter.cluster import commands
 from gpudask_jupyter.cluster.options import StartOptions
@@ -42,11 +43,16 @@ def test_two_extensions_in_one_process_do_not_see_each_other(shell: Any) -> None
         assert new and other.cluster.current() is theirs
         assert theirs.address != client.scheduler.address
         assert mine.current().address == client.scheduler.address  # type: ignore[union-attr]
-        assert len(spawned_workers()) == 2
+        ours = [psutil.Process(pid) for pid in mine.current().pids.known()]  # type: ignore[union-attr]
+        theirs_workers = [psutil.Process(pid) for pid in theirs.pids.known()]
+        assert (
+            ours and theirs_workers and not {p.pid for p in ours} & {p.pid for p in theirs_workers}
+        )
         commands.stop(other.cluster)
         assert other.cluster.current() is None and mine.current() is not None
         assert mine.current().alive  # type: ignore[union-attr]
-        assert len(spawned_workers()) == 1
+        assert wait_gone(theirs_workers) == []
+        assert all(p.is_running() for p in ours)
     finally:
         other.cluster.close()
         shell.run_line_magic("gpu_cluster", "stop")
