@@ -48,8 +48,6 @@ def _header(module: str) -> str:
 
 
 def _module(name: str) -> types.ModuleType:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     return importlib.import_module(name)
 
 
@@ -291,6 +289,9 @@ def render(name: str, module: types.ModuleType | None = None) -> str:
 
 
 def main() -> None:
+    # run as a script, the checkout's package is the one rendered; imported (by the tests), the
+    # path is left as it is, so that no later import finds the checkout instead of what is installed
+    sys.path.insert(0, str(ROOT))
     for name, target in SOURCES.items():
         target.write_text(render(name))
 
