@@ -40,6 +40,7 @@ def _tell_conversions_of_the_room() -> None:
     root that may reach every folder, so that neither folder imports the other; the extension
     calls it when loaded, and ``to_gpu``/``to_cpu`` taken from this package do. The room is
     the process's, so the hooks stay told after an unload."""
+    # lazy: importing the package stays cheap; the room and the conversions come when needed
     from .cluster import room
     from .convert import room_hooks
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .gpu_time.facts import CHOICES
 from .text.units import format_bytes, parse_bytes, parse_seconds
 
 
@@ -45,8 +46,6 @@ def _positive_int(value: Any) -> int:
 
 def _gpu_time(value: Any) -> str:
     """One of the GPU-time sources' choices (:data:`.gpu_time.facts.CHOICES`)."""
-    from .gpu_time.facts import CHOICES
-
     text = str(value).strip().lower()
     if text not in CHOICES:
         raise ValueError(f"expected one of {', '.join(CHOICES)}, not {value!r}")

@@ -52,6 +52,7 @@ def fresh_pem() -> dict[str, str]:
 def security_of(pem: dict[str, str]) -> Any:
     """The ``distributed.Security`` that uses ``pem`` for every role, encryption required, its
     SSL contexts made once per process (:mod:`.tls_contexts`)."""
+    # lazy: it imports distributed, which a kernel that never starts a cluster does not need
     from .tls_contexts import ClusterSecurity
 
     return ClusterSecurity(

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import compat, registry
+from .. import compat, config, registry
 from ..errors import ClusterError
 from ..machine import nvml
 from ..text.units import format_seconds
@@ -75,8 +75,6 @@ def workers_ahead(
     distributed: it makes their imports while the kernel makes its own (:mod:`.fork_server`).
     ``environ``: what the start sets in the kernel's environment before the cluster is made
     (the cluster class's own is added here). Nothing with the ``launch-ahead`` option off."""
-    from .. import config
-
     if not config.get("launch-ahead"):
         yield fork_server.Ahead()
         return

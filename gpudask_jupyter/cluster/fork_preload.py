@@ -22,6 +22,8 @@ import signal
 import sys
 from typing import Any
 
+from .fork_server import Launch, read_request
+
 log = logging.getLogger(__name__)
 
 #: what the server was launched with (:class:`.fork_server.Launch`): a probe forked from it
@@ -32,7 +34,6 @@ LAUNCHED: Any = None
 
 def _serve() -> None:
     global LAUNCHED
-    from .fork_server import Launch, read_request
 
     request = read_request(os.getppid())
     if request is None:

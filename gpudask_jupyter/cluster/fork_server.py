@@ -41,6 +41,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .. import compat
+from ..compat import distributed, python
+from ..lifecycle import undertaker
+from ..machine import small_files
+from ..machine.processes import process_started, same_process
+from ..registry.entries import runtime_dir, write_private
+
 log = logging.getLogger(__name__)
 
 #: how distributed starts worker processes (its configuration key)
@@ -86,9 +93,6 @@ def request_path(pid: int, directory: Path | None = None) -> Path:
 def write_request(added: Mapping[str, str], path: Sequence[str], modules: Sequence[str]) -> Path:
     """Leave this kernel's server what it is to add to the environment it inherits, the module
     path its imports are made on, and what to import (owner-only: the server trusts no other)."""
-    from ..lifecycle import undertaker
-    from ..registry.entries import runtime_dir, write_private
-
     folder = runtime_dir()
     undertaker.tell("runtime", folder)  # a kernel killed during the start leaves it
     where = request_path(os.getpid(), folder)
@@ -101,8 +105,6 @@ def read_request(pid: int) -> tuple[Launch, list[str]] | None:
     """The request kernel ``pid`` left (:func:`write_request`), as the launch it asks of a
     server with this process's environment: None where there is none, or where it is not a
     private file of this user or not a request."""
-    from ..machine import small_files
-
     try:
         data, info = small_files.read_regular(request_path(pid), MAX_REQUEST_BYTES, follow=False)
         raw = json.loads(data)
@@ -123,8 +125,6 @@ def read_request(pid: int) -> tuple[Launch, list[str]] | None:
 def prune_requests(folder: Path | None = None) -> None:
     """Remove the requests of kernels that are gone (one killed during a start leaves its own;
     a live kernel's lasts as long as its start), in the runtime directory by default."""
-    from ..machine.processes import process_started
-
     folder = request_path(0).parent if folder is None else folder
     for request in folder.glob(f"{REQUEST_PREFIX}*.json"):
         pid = request.name[len(REQUEST_PREFIX) : -len(".json")]
@@ -154,9 +154,6 @@ class ForkServers:
         launched and found as asked; and whether any runs (psutil reads the children)."""
         import psutil
 
-        from .. import compat
-        from ..machine.processes import same_process
-
         servers = []
         for child in psutil.Process().children():
             with contextlib.suppress(psutil.Error):
@@ -170,8 +167,6 @@ class ForkServers:
 
     def found(self, report: Report | None, asked: Launch) -> None:
         """What the probe of a server launched for ``asked`` reported (None: nothing)."""
-        from ..machine.processes import process_started
-
         if report is None or report.launched != asked:
             # None: the start ended before the server read its request (or it could not)
             seen = report is not None and report.launched is not None
@@ -258,8 +253,6 @@ class Ahead:
             return
         import dask.config
 
-        from .. import compat
-
         compat.keep_forkserver_preload()
         with dask.config.set({METHOD: "forkserver"}):
             self.forked = True
@@ -268,8 +261,6 @@ class Ahead:
     def differs(self, launch: Launch) -> str:
         """What of ``launch`` a spawned worker would not start with if spawned now: "" if
         nothing."""
-        from .. import compat
-
         now = {**os.environ, **self._environ, **compat.nanny_environ(os.getpid())}
         if changed := sorted(
             k for k in now.keys() | launch.environ.keys() if now.get(k) != launch.environ.get(k)
@@ -288,8 +279,6 @@ class Ahead:
 def module_path() -> tuple[str, ...]:
     """The module path a spawned worker is given (spawn's own: "" stands for the directory the
     process started in, which spawn sends instead)."""
-    from .. import compat
-
     start = compat.original_dir() or os.getcwd()
     return tuple(start if entry == "" else entry for entry in sys.path)
 
@@ -298,9 +287,6 @@ def _can_fork() -> bool:
     """Whether Python offers what launching the server ahead relies on (probed once a process;
     a lack is said once, and the workers are spawned). Only the standard library is looked at:
     distributed is not imported yet, and importing it here would delay the launch."""
-    from .. import compat
-    from ..compat import python
-
     return compat.usable("python", *python.FORK_SERVER)
 
 
@@ -308,9 +294,6 @@ def _distributed_lets_fork() -> bool:
     """Whether distributed offers what forking its workers from the server relies on: its
     preload flag, its defaults file and the variables its nanny sets (probed once a process, as
     the cluster is made, when distributed is imported anyway)."""
-    from .. import compat
-    from ..compat import distributed
-
     return compat.usable(
         "distributed", distributed.PRELOAD, distributed.DEFAULTS, distributed.NANNY_SEED
     )
@@ -322,7 +305,6 @@ def _configured() -> Any:
         import dask.config
 
         return dask.config.get(METHOD, default=None)
-    from .. import compat
 
     return compat.setting_before_import(METHOD)
 
@@ -346,8 +328,6 @@ def ahead(
             if known is not None:
                 launched = Ahead(known, environ)
             elif not running:
-                from .. import compat
-
                 added = {**(environ or {}), **compat.nanny_environ(os.getpid())}
                 launch = Launch({**os.environ, **added}, module_path())
                 request = write_request(added, launch.path, modules)

@@ -21,6 +21,10 @@ import os
 import sys
 from pathlib import Path
 
+from ..machine import nvml
+from . import gpus
+from .room import holder
+
 #: where the GPUs' lock files are (the administrator makes it: install -d -m 1777 -o root DIR)
 LOCKS = "GPUDASK_GATEWAY_GPU_LOCKS"
 DEFAULT_LOCKS = "/tmp/gpudask-gateway-gpus"
@@ -31,10 +35,6 @@ WORKER = "GPUDASK_GATEWAY_WORKER_COMMAND"
 def _gpus() -> list[str]:
     """This machine's GPUs (MIG instances count as GPUs), by UUID, as this process may see
     them (``CUDA_VISIBLE_DEVICES`` set for the gateway is kept)."""
-    from ..machine import nvml
-    from . import gpus
-    from .room import holder
-
     found = nvml.devices() if nvml.status().available else holder.room_devices()
     return [d.uuid for d in gpus.select(None, found, gpus.kernel_restriction())]
 

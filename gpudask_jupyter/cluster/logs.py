@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import lifecycle
+from ..registry import runtime_dir
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,6 @@ def path() -> Path | None:
 
 
 def _target(kernel: str) -> Path:
-    from ..registry import runtime_dir
-
     return runtime_dir() / "gpudask-logs" / f"{kernel}.log"
 
 

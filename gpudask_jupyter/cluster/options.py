@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import config
+from .. import config, registry
 from ..errors import ClusterError, NoGpuError
 from ..machine import nvml
 from ..machine.cores import usable_cores
-from . import gpus
+from . import certificates, gpus
 
 log = logging.getLogger(__name__)
 
@@ -238,9 +238,6 @@ def temporary_tls(kernel: str) -> tuple[Any, dict[str, str]]:
     the client, scheduler and workers use, reading those files, and the files by role as the
     registry records them. Files, not PEM text in memory: for text, distributed writes each SSL
     context's key to a temporary file again, several times per process."""
-    from .. import registry
-    from . import certificates
-
     try:
         pem = certificates.fresh_pem()
     except ImportError as err:

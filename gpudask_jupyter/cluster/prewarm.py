@@ -22,6 +22,9 @@ import threading
 import time
 from typing import Any
 
+from .. import config
+from ..machine import nvml
+
 log = logging.getLogger(__name__)
 
 #: what every start imports, in order: dask first, the root every other import passes through
@@ -153,7 +156,6 @@ class Prewarm:
             if self._timer is not threading.current_thread() or self._settled:
                 return  # disarmed as it fired
             self._begun.set()
-        from .. import config
 
         begun = time.perf_counter()
         try:
@@ -178,10 +180,6 @@ def _optional() -> list[str]:
     names = list(dask.config.get(ROUTES, default=None) or [])
     if importlib.util.find_spec("bokeh") is not None:
         names.append(DASHBOARD)
-    if importlib.util.find_spec("dask_cuda") is not None:
-        from .. import config
-        from ..machine import nvml
-
-        if config.get("nvml") and nvml.devices():
-            names.append("dask_cuda")
+    if importlib.util.find_spec("dask_cuda") is not None and config.get("nvml") and nvml.devices():
+        names.append("dask_cuda")
     return names

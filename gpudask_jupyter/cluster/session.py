@@ -35,9 +35,10 @@ from .. import compat, config, lifecycle, registry
 from ..errors import ClusterError, ErrorLog
 from ..gpu_time import kernel as gpu_time
 from ..machine import nvml, processes
+from ..monitor.scheduler_probe import record_tasks
 from ..registry.kernel_id import kernel_id
 from ..text.units import format_seconds
-from . import kinds, logs, room
+from . import gateway, kinds, logs, room
 from .connect import (
     close_quietly,
     connect,
@@ -309,8 +310,6 @@ class ClusterSession:
         its client made the default, its TLS credentials in the registry's owner-only folder
         for the sidebar. The cluster is shut down again if this fails (unless only reconnected
         to)."""
-        from . import gateway
-
         prune_registry()
         try:
             client = made.cluster.get_client(set_as_default=True)
@@ -752,8 +751,6 @@ def _launched(plan: StartPlan, kernel: str) -> tuple[Any, Any, Any]:
 def _record_tasks(client: Any) -> None:
     """Have the new scheduler record its task stream from the start (see
     :func:`..monitor.scheduler_probe.record_tasks`); without it a view shows less, no more."""
-    from ..monitor.scheduler_probe import record_tasks
-
     try:
         client.run_on_scheduler(record_tasks)
     except Exception:

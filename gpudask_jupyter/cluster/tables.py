@@ -18,6 +18,7 @@ from ..monitor import heartbeat, scheduler_probe
 from ..schema.frame import WORKER_COUNTS
 from ..text.table import Table
 from ..text.units import format_bytes
+from .room import holder
 
 if TYPE_CHECKING:
     from .session import ClusterSession
@@ -195,8 +196,6 @@ def _with_links_and_notes(table: Table, session: ClusterSession, *notes: str) ->
         table.links.append(("dashboard", link))
     table.notes.extend(notes)
     if session.place is not None:
-        from .room import holder
-
         table.notes.append(holder.describe(session.place, cpu_workers=session.mode == "cpu"))
     table.notes.extend(session.kind.notes(session))
     return table

@@ -78,6 +78,7 @@ class AttachTarget:
     def _security(self, **roles: Any) -> Any:
         if self.ca_file is None:
             return None
+        # lazy: it imports distributed, which reading a target's options does not need
         from .tls_contexts import ClusterSecurity
 
         return ClusterSecurity(

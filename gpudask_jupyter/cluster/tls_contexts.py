@@ -26,6 +26,8 @@ from typing import Any
 
 from distributed import Security
 
+from .. import compat
+
 
 class ClusterSecurity(Security):  # type: ignore[misc]
     """``Security`` whose connection and listen arguments are made once per process."""
@@ -52,8 +54,6 @@ class ClusterSecurity(Security):  # type: ignore[misc]
 
     def __reduce__(self) -> tuple[Any, ...]:
         """The settings alone: a context cannot cross to a worker process."""
-        from .. import compat
-
         return (_rebuilt, (type(self), compat.security_settings(self)))
 
 

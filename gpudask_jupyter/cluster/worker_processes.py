@@ -25,6 +25,7 @@ import os
 import sys
 from typing import Any
 
+from .. import compat, lifecycle
 from ..machine.processes import descends_from, process_started, same_process
 
 log = logging.getLogger(__name__)
@@ -123,8 +124,6 @@ def end_resource_tracker(timeout: float = 1.0) -> None:
     (:func:`..compat.python.detach_resource_tracker`), bounded here by ``timeout``. Only while
     ending: otherwise the tracker stays for what comes next."""
     import time
-
-    from .. import compat, lifecycle
 
     if not lifecycle.ending():
         return

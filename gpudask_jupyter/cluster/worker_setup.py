@@ -19,6 +19,8 @@ import logging
 import os
 from typing import Any
 
+from .room import worker_share
+
 log = logging.getLogger(__name__)
 
 
@@ -46,8 +48,6 @@ def _stderr_to(target: str) -> None:
 def _follow_share(worker: Any) -> None:
     """A worker on a share that cannot hold itself to it does not start: the error, in the
     kernel's Dask log and in the start's failure, says why."""
-    from .room import worker_share
-
     try:
         worker_share.start(worker)
     except Exception as err:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .probes import probe
 from .probing import NeedTuple
 
 DISTRIBUTION = "dask"
@@ -59,8 +60,6 @@ def persisted_frame(template: Any, graph: Mapping[Any, Any], meta: Any) -> Any:
     with a repeated label every such column took the first one's dtype, and the collection's
     dtypes then disagreed with its partitions.
     """
-    from .probes import probe
-
     if not probe(DISTRIBUTION).has(POSTPERSIST):
         [lack] = [lack for lack in probe(DISTRIBUTION).lacks() if lack.name == POSTPERSIST]
         raise RuntimeError(lack.sentence())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .probes import probe
 from .probing import NeedTuple, sets, source_holds
 
 DISTRIBUTION = "dask-cuda"
@@ -41,8 +42,6 @@ CLUSTER_ENVIRON = {"RAPIDS_NO_INITIALIZE": "True"}
 def cuda_worker_nannies(cuda_worker: Any) -> list[Any]:
     """The nannies a ``dask_cuda.CUDAWorker`` made, one per GPU, not started yet:
     ``CUDAWorker.nannies`` (probed), which ``dask cuda worker`` awaits itself."""
-    from .probes import probe
-
     if not probe(DISTRIBUTION).has(NANNIES):
         raise RuntimeError(f"{probe(DISTRIBUTION).distribution} lacks {NANNIES}")
     return list(cuda_worker.nannies)

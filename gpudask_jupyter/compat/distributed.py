@@ -58,6 +58,7 @@ def _frame_header() -> None:
     from distributed.comm.tcp import TCP
     from distributed.protocol.utils import unpack_frames
 
+    # lazy: this module travels by value to schedulers, where the package may not be installed
     from .probing import source_holds
 
     source_holds(TCP.read, 'fmt = "Q"')
@@ -75,6 +76,7 @@ def needs() -> list[tuple[str, Any, str]]:
     from distributed.comm.core import Comm
     from distributed.scheduler import Scheduler, SchedulerState, TaskGroup, TaskState, WorkerState
 
+    # lazy: as above (the module travels by value)
     from .probing import sets, source_holds, takes
 
     def bounded() -> None:

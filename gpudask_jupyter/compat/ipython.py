@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .probes import usable
 from .probing import NeedTuple, takes
 
 DISTRIBUTION = "ipython"
@@ -33,8 +34,6 @@ def show_structured_traceback(
     (private; probed) is what ipykernel overrides to send the error to the front end, with the
     traceback's lines as given. Without it, the public ``showtraceback`` shows the error and what
     ``stb`` adds beyond IPython's own lines is printed after."""
-    from .probes import usable
-
     if usable(DISTRIBUTION, SHOW):
         shell._showtraceback(etype, value, stb)
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .probes import usable
 from .probing import NeedTuple, sets
 
 DISTRIBUTION = "pandas"
@@ -29,8 +30,6 @@ def masked_parts(values: Any) -> tuple[Any, Any] | None:
     copy and fill the missing values.
     """
     from pandas.core.arrays.masked import BaseMaskedArray
-
-    from .probes import usable
 
     if not usable(DISTRIBUTION, MASKED):
         return None

@@ -13,6 +13,7 @@ import contextlib
 import os
 from typing import Any
 
+from .probes import usable
 from .probing import NeedTuple, has_path, source_holds, takes
 
 DISTRIBUTION = "python"
@@ -66,8 +67,6 @@ def detach_resource_tracker() -> int | None:
     (private; probed): None where they are not there, and the tracker ends by itself."""
     from multiprocessing import resource_tracker
 
-    from .probes import usable
-
     if not usable(DISTRIBUTION, TRACKER):
         return None
 
@@ -110,8 +109,6 @@ def original_dir() -> str | None:
 def parser_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     """The options and positionals ``parser`` knows, for tab completion: argparse keeps them in
     ``_actions`` (private; probed) and offers no public list; empty where it is gone."""
-    from .probes import usable
-
     if not usable(DISTRIBUTION, ACTIONS):
         return []
     return list(parser._actions)

@@ -181,6 +181,8 @@ def to_gpu(
     check_to_gpu(device, distribute, npartitions, client)
     if not distribute:
         return _one(obj, convert_names, require_gpu, direction="gpu", device=device)
+    # lazy: --distribute's modules reach the monitor's, and dask with them, which a conversion
+    # in the kernel does not need (`import gpudask_jupyter.convert` imports no dask)
     from .distribute.variables import distribute_names
 
     return _one(obj, distribute_names, require_gpu, client=client, npartitions=npartitions)
@@ -258,6 +260,8 @@ def to_cpu(obj: Any, *, gather: bool = False, client: Any = None) -> Any:
     check_to_cpu(gather, client)
     if not gather:
         return _one(obj, convert_names, False, direction="cpu")
+
+    # lazy: as above
     from .distribute.variables import gather_names
 
     namespace = {"argument": obj}

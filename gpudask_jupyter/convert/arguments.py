@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ArgumentError
+from ..machine.availability import device_count
 
 
 def _whole(value: Any) -> bool:
@@ -61,7 +62,6 @@ def check_to_gpu(
         )
     if not _whole(device) or device < 0:
         raise ArgumentError(f"{say('device')} must be a GPU index, 0 or more (got {device!r})")
-    from ..machine.availability import device_count
 
     count = device_count()
     if count and device >= count:

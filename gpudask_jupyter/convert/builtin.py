@@ -32,24 +32,28 @@ def _not_proxy(predicate: Any) -> Any:
 
 
 def _numpy_to_cupy(obj: Any, context: Context) -> Any:
+    # lazy: the movers, and the pinned staging under them, come with the first conversion
     from .arrays import numpy_to_cupy
 
     return numpy_to_cupy(obj, context)
 
 
 def _cupy_to_numpy(obj: Any, context: Context) -> Any:
+    # lazy: the movers, and the pinned staging under them, come with the first conversion
     from .arrays import cupy_to_numpy
 
     return cupy_to_numpy(obj, context)
 
 
 def _pandas_to_cudf(obj: Any, context: Context) -> Any:
+    # lazy: the movers, and the pinned staging under them, come with the first conversion
     from .dataframes import pandas_to_cudf
 
     return pandas_to_cudf(obj, context)
 
 
 def _cudf_to_pandas(obj: Any, context: Context) -> Any:
+    # lazy: the movers, and the pinned staging under them, come with the first conversion
     from .dataframes import cudf_to_pandas
 
     return cudf_to_pandas(obj, context)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import config
+from ..errors import GpuDaskError
 from ..text.table import Table
 from ..text.units import format_bytes, format_seconds
 from . import readings
@@ -34,6 +35,7 @@ def install(client: Any, timeout: float = INSTALL_WITHIN) -> bool:
         return False
     import cloudpickle
 
+    # lazy: it imports distributed, which the kernel's own GPU time does not need
     from . import worker_plugin
 
     # the plugin and what it calls travel with it: a worker elsewhere need not have the package
@@ -176,6 +178,7 @@ def _flushed_events(client: Any) -> list[tuple[float, dict[str, Any]]]:
     token, which is waited for (at most :data:`DELIVERY` seconds)."""
     import uuid
 
+    # lazy: it imports distributed, which the kernel's own GPU time does not need
     from . import worker_plugin
 
     token = uuid.uuid4().hex
@@ -196,8 +199,6 @@ def profile(
 ) -> Profile:
     """GPU time per prefix of the cluster, and of ``kernel``'s own work, in cell ``cell`` (its
     number; default the last finished cell) or the last ``seconds``."""
-    from ..errors import GpuDaskError
-
     cells = kernel.log
     if seconds is not None:
         stop = time.time()

@@ -168,6 +168,7 @@ class NvmlSource:
 def nvml_sampler(device: str | int) -> Sampler:
     """NVML's per-process samples of ``device`` (a UUID or an index), through the package's one
     NVML per process (a worker without the package has no NVML source)."""
+    # lazy: this module travels by value to workers, where the package may not be installed
     from gpudask_jupyter.machine import nvml
 
     return lambda since: nvml.process_samples(device, since)

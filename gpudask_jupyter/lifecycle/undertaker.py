@@ -26,6 +26,8 @@ import sys
 import threading
 from pathlib import Path
 
+from ..machine import processes
+
 log = logging.getLogger(__name__)
 
 
@@ -56,7 +58,6 @@ class Undertaker:
     def _ensure(self) -> None:
         if self._fd is not None and self._pid == os.getpid():
             return
-        from ..machine import processes
 
         self._told.clear()
         read, write = os.pipe()  # neither end is inherited by what the kernel starts

@@ -12,6 +12,8 @@ import importlib.util
 import logging
 import threading
 
+from . import nvml
+
 log = logging.getLogger(__name__)
 
 # per process: what CUDA and the imports say of this process, asked once
@@ -37,8 +39,6 @@ def reason(*modules: str) -> str | None:
 def _driverless() -> bool:
     """NVML says this machine has no NVIDIA driver, or a driver without GPUs (False where NVML
     cannot tell: switched off, nvidia-ml-py missing)."""
-    from . import nvml
-
     state = nvml.status().state
     return state in {
         nvml.NvmlState.NO_LIBRARY,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import lifecycle
+from .. import _tell_conversions_of_the_room, lifecycle
 from ..cluster.prewarm import Prewarm
 from ..cluster.session import KernelCluster
 from ..gpu_time.kernel import KernelCells
@@ -49,8 +49,6 @@ class Extension:
     def install(self) -> None:
         """Register the magics, tell the conversions of the room, and start following the
         shell's cells (the imports ahead of a first start, and each cell's GPU time)."""
-        from .. import _tell_conversions_of_the_room
-
         _tell_conversions_of_the_room()
         self.shell.register_magics(self.magics)
         self.shell.configurables.append(self.magics)

@@ -20,8 +20,18 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Float, Integer, Unicode, observe
 
 from .. import config, errors
+from ..cluster import commands, logs, tables
+from ..cluster.room import reading
+from ..cluster.target import AttachTarget
+from ..convert import convert_names, notice_once
+from ..convert.arguments import check_to_gpu
+from ..convert.distribute import watch
+from ..convert.namespace import Snapshot
 from ..errors import ErrorLog, GpuDaskError
+from ..gpu_time import kernel as gpu_time
+from ..machine import nvml
 from ..text import units
+from ..text.table import Table
 from . import cell_parsers, parsers
 from .shared_arguments import Spec
 
@@ -78,8 +88,6 @@ def _user_error(err: GpuDaskError, kept: ErrorLog) -> UsageError:
 def _gateway_options_help(spec: Any, line: str) -> None:
     """After ``start --gateway --help``: the cluster options that gateway offers, asked of it
     within --timeout (they are the gateway's, so no fixed help can list them)."""
-    from ..cluster import commands
-
     asked = " ".join(word for word in line.split() if word not in {"-h", "--help"})
     try:
         args = parsers.parse(spec, asked)
@@ -122,8 +130,6 @@ def _option_trait(option: config.Option) -> Any:
 
 def _dask_said() -> str:
     """Where Dask's log lines of this kernel's cluster go, and its last warnings."""
-    from ..cluster import logs
-
     where = logs.path()
     if where is None:
         return "Dask's log: on stderr (no cluster of this kernel has routed it to a file yet)."
@@ -135,8 +141,6 @@ def _dask_said() -> str:
 def _check_move_arguments(args: argparse.Namespace) -> None:
     """Refuse what cannot be combined or does not exist, before the cell runs (the rules of
     ``to_gpu``, in the magic's spelling)."""
-    from ..convert.arguments import check_to_gpu
-
     try:
         device, npartitions = getattr(args, "device", None), getattr(args, "npartitions", None)
         check_to_gpu(device, getattr(args, "distribute", False), npartitions, magic=True)
@@ -152,14 +156,15 @@ def _convert(
     asked = True if getattr(args, "require_gpu", False) else None  # %%to_cpu has no flag
     require = config.require_gpu(asked)
     if getattr(args, "distribute", False):
+        # lazy: the distribution's modules are imported by the first cell that spreads or gathers
         from ..convert.distribute.variables import distribute_names
 
         return distribute_names(namespace, names, npartitions=args.npartitions, require_gpu=require)
     if getattr(args, "gather", False):
+        # lazy: as above
         from ..convert.distribute.variables import gather_names
 
         return gather_names(namespace, names)
-    from ..convert import convert_names
 
     return convert_names(
         namespace, names, direction, device=getattr(args, "device", None), require_gpu=require
@@ -186,8 +191,6 @@ class GpuDaskMagics(Magics):
         except (TypeError, ValueError) as err:
             raise UsageError(f"GpuDaskMagics.{change['name']}: {err}") from None
         if name == "nvml":
-            from ..machine import nvml
-
             nvml.reset()
 
     # -- %gpu_cluster -----------------------------------------------------------------------------
@@ -226,8 +229,6 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.start)
     def _start(self, args: argparse.Namespace) -> Any:
-        from ..cluster import commands
-
         def starting() -> None:
             print("Starting the Dask cluster…", flush=True)
 
@@ -248,8 +249,6 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.attach)
     def _attach(self, args: argparse.Namespace) -> Any:
-        from ..cluster import commands
-
         if args.gateway is not None:
             if args.address or args.scheduler_file:
                 raise UsageError("attach --gateway NAME takes no scheduler address: the gateway's")
@@ -271,9 +270,6 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.join)
     def _join(self, args: argparse.Namespace) -> Any:
-        from ..cluster import commands
-        from ..cluster.target import AttachTarget
-
         target = AttachTarget.resolve(
             args.address, args.scheduler_file, args.tls_ca_file, args.tls_cert, args.tls_key, "join"
         )
@@ -289,8 +285,6 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.leave)
     def _leave(self, args: argparse.Namespace) -> None:
-        from ..cluster import commands
-
         session, retirement = commands.leave(self.extension.cluster, args.timeout)
         if session is None or retirement is None:
             print("No cluster to leave.")
@@ -299,16 +293,11 @@ class GpuDaskMagics(Magics):
         print(f"Disconnected from {session.address}; the scheduler keeps running.")
 
     def _summarise(self, session: ClusterSession) -> Any:
-        from ..cluster import tables
-
         _display(tables.summary_table(session))
         return session.client
 
     @_subcommand(parsers.status)
     def _status(self, args: argparse.Namespace) -> None:
-        from ..cluster import tables
-        from ..convert.distribute import watch
-
         session = self.extension.cluster.current()
         damaged = watch.notes()  # spread collections that lost partitions
         try:
@@ -330,8 +319,6 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.scale)
     def _scale(self, args: argparse.Namespace) -> None:
-        from ..cluster import commands
-
         if args.adapt is not None:
             if args.n is not None:
                 raise UsageError("scale N or scale --adapt MIN MAX, not both")
@@ -352,22 +339,15 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.restart)
     def _restart(self, args: argparse.Namespace) -> None:
-        from ..cluster import commands
-
         commands.restart(self.extension.cluster)
         print(commands.RESTARTED)
 
     @_subcommand(parsers.stop)
     def _stop(self, args: argparse.Namespace) -> None:
-        from ..cluster import commands
-
         print(*commands.stopped_lines(*commands.stop(self.extension.cluster, args.keep)), sep="\n")
 
     @_subcommand(parsers.gateway)
     def _gateway(self, args: argparse.Namespace) -> None:
-        from ..cluster import commands
-        from ..text.table import Table
-
         where, clusters, offered = commands.gateway_clusters(args.address, args.auth, args.timeout)
         table = Table(f"Your clusters on dask-gateway at {where}", ["name", "status", "dashboard"])
         for report in clusters:
@@ -384,6 +364,7 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.panel)
     def _panel(self, args: argparse.Namespace) -> None:
+        # lazy: it imports anywidget, which a kernel without a panel does not need
         from ..widget import show_panel
 
         options: dict[str, Any] = {"processes": args.processes}
@@ -395,14 +376,10 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.room)
     def _room(self, args: argparse.Namespace) -> None:
-        from ..cluster.room import reading
-
         _display(reading.table(reading.read()))
 
     @_subcommand(parsers.profile)
     def _profile(self, args: argparse.Namespace) -> Any:
-        from ..gpu_time import kernel as gpu_time
-
         if args.cell is not None and args.seconds is not None:
             raise UsageError("--cell and --seconds choose the same thing: give one of them")
         session = self.extension.cluster.current()
@@ -416,8 +393,6 @@ class GpuDaskMagics(Magics):
 
     @_subcommand(parsers.config)
     def _config(self, args: argparse.Namespace) -> None:
-        from ..text.table import Table
-
         table = Table("gpudask options", ["option", "value", "meaning"])
         for option in config.OPTIONS.values():
             table.add(option.name, option.show(config.get(option.name)), option.doc)
@@ -441,9 +416,6 @@ class GpuDaskMagics(Magics):
     to_cpu.__doc__ = cell_parsers.to_cpu.__doc__
 
     def _move(self, spec: Spec, direction: Direction, line: str, cell: str) -> None:
-        from ..convert import notice_once
-        from ..convert.namespace import Snapshot
-
         args = parsers.parse(spec, line)
         if args is None:
             return

@@ -20,6 +20,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     once the running cell has finished, import what a start needs in the background
     (:mod:`..cluster.prewarm`); on a shared machine, place and cap the kernel at its first import
     of a GPU library (:mod:`..cluster.room.import_hook`)."""
+    # lazy: `import gpudask_jupyter` imports this module, and must not import what loading needs
     from ..cluster.room import import_hook
     from ..lifecycle import shutdown
     from ..remains import leftovers
@@ -37,12 +38,14 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
 
 
 def _placed_before_gpu_import() -> None:
+    # lazy: `import gpudask_jupyter` imports this module, and must not import what loading needs
     from ..cluster import room
 
     room.before_kernel_gpu_work(cap=False)
 
 
 def _capped_after_gpu_import() -> None:
+    # lazy: `import gpudask_jupyter` imports this module, and must not import what loading needs
     from ..cluster import room
 
     room.install_kernel_cap()
@@ -51,6 +54,7 @@ def _capped_after_gpu_import() -> None:
 def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Close what the extension started, so that unloading (or reloading) leaves no process,
     and put back what loading changed (completion, the kernel's shutdown, SIGTERM)."""
+    # lazy: `import gpudask_jupyter` imports this module, and must not import what loading needs
     from .. import config, lifecycle
     from ..cluster.room import import_hook
     from ..lifecycle import shutdown

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from .. import compat
+from ..cluster import room
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,6 @@ def _from_a_task(tb: TracebackType | None) -> bool:
 def _handler(
     shell: Any, etype: type, value: BaseException, tb: TracebackType, tb_offset: Any = None
 ) -> None:
-    from ..cluster import room
-
     stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
     try:
         said = room.explain_out_of_memory(value, from_worker=_from_a_task(tb))

@@ -16,8 +16,9 @@ from typing import Any
 from IPython.core import magic_arguments as ma
 from IPython.core.error import UsageError
 
+from ..cluster import gateway as gateway_cluster
 from ..cluster.options import ATTACH_TIMEOUT, LEAVE_TIMEOUT, StartOptions
-from ..config import OPTIONS
+from ..config import OPTIONS, get
 from . import arg_types
 from .shared_arguments import (
     GATEWAY_AUTH,
@@ -175,9 +176,6 @@ _LOCAL_ONLY = {
 def gateway_plan(args: argparse.Namespace) -> Any:
     """What ``start --gateway`` (or ``attach --gateway NAME``) asks of the gateway; a
     ``UsageError`` for what only a local cluster takes, or a ``--gpus`` that is not a count."""
-    from ..cluster import gateway
-    from ..config import get
-
     asked_local = [flag for attr, flag in _LOCAL_ONLY.items() if getattr(args, attr, None)]
     if asked_local:
         raise UsageError(
@@ -195,8 +193,8 @@ def gateway_plan(args: argparse.Namespace) -> Any:
         address, name = args.gateway_address, args.gateway
     else:
         address, name = args.gateway or None, None
-    return gateway.GatewayPlan(
-        address=gateway.address_of(address),
+    return gateway_cluster.GatewayPlan(
+        address=gateway_cluster.address_of(address),
         auth=args.auth,
         options=dict(getattr(args, "option", [])),
         n_workers=getattr(args, "n_workers", None),

@@ -8,6 +8,7 @@ the three consistent (the scheduler's event loop runs it atomically) and costs o
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import time
 from typing import Any
@@ -30,9 +31,7 @@ def ship_by_value() -> None:
         if not _shipped:
             import cloudpickle
 
-            from . import scheduler_probe
-
-            cloudpickle.register_pickle_by_value(scheduler_probe)
+            cloudpickle.register_pickle_by_value(sys.modules[__name__])
             cloudpickle.register_pickle_by_value(compat)
             _shipped = True
 

@@ -23,6 +23,8 @@ GONE_WAIT = 60.0
 
 def _bury(pid: int, started: int, lines: list[str]) -> None:
     """The kernel's pipe has closed: once its process is gone, remove what it left."""
+    # lazy: the undertaker lives as long as its kernel; it imports what it tidies with once the
+    # kernel's pipe has closed, so that each kernel's undertaker stays small while it waits
     from ..machine import processes
 
     deadline = time.monotonic() + GONE_WAIT
@@ -31,6 +33,7 @@ def _bury(pid: int, started: int, lines: list[str]) -> None:
             log.warning("kernel %s closed its undertaker's pipe but still runs", pid)
             return
         time.sleep(0.02)
+    # lazy: as above
     from .. import registry
     from ..cluster import fork_server
     from ..cluster.room.leases import RoomDir

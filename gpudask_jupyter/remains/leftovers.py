@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import logging
 
+from .. import registry
+from ..cluster import fork_server
+from ..cluster.room import holder
+from ..convert.distribute import shared_memory
+
 log = logging.getLogger(__name__)
 
 
 def remove() -> None:
     """Remove what killed kernels of this user left; a failure only costs the tidy-up."""
-    from .. import registry
-    from ..cluster import fork_server
-    from ..cluster.room import holder
-    from ..convert.distribute import shared_memory
-
     tidies = (registry.prune, fork_server.prune_requests, shared_memory.remove_stale)
     for tidy in (*tidies, lambda: holder.this_process.room_dir().prune()):
         try:

@@ -14,6 +14,7 @@ from jupyter_server.utils import url_path_join
 from tornado.ioloop import IOLoop
 from tornado.web import HTTPError, authenticated
 
+from ..machine import nvml
 from ..monitor import BadCursor, Cursor
 from ..schema.frame import clamp_interval
 from ..schema.protocol import FRAME_ROUTE, KERNELS_ROUTE
@@ -72,8 +73,6 @@ class KernelsHandler(_Handler):
     @authenticated
     @authorized
     async def get(self) -> None:
-        from ..machine import nvml
-
         entries = await IOLoop.current().run_in_executor(None, registry_sources().entries)
         state = nvml.status()
         self.finish(

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import tidy
 from .handlers import setup_handlers
+from .registry_monitor import use_kernel_manager
 
 
 def _jupyter_server_extension_points() -> list[dict[str, str]]:
@@ -15,9 +17,6 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(server_app: Any) -> None:
-    from . import tidy
-    from .registry_monitor import use_kernel_manager
-
     setup_handlers(server_app.web_app)
     use_kernel_manager(getattr(server_app, "kernel_manager", None))
     server_app.web_app.settings["gpudask_tidy"] = tidy.start()  # stopped with the process

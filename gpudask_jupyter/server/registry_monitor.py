@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import registry
+from ..cluster.room import views_reader
 from ..monitor import Monitor, Source
 from ..monitor.callers import CommCaller
 from ..monitor.room_watch import RoomParts
@@ -111,8 +112,6 @@ def _source(entry: registry.Entry, ours: Callable[[str], bool] | None = None) ->
 def server_room(now: float) -> RoomParts | None:
     """The room for the sidebar: each frame key is a kernel's id, so the lease of the notebook
     in focus is the one marked "you". Read on the monitor's thread."""
-    from ..cluster.room import views_reader
-
     return views_reader(lambda key: key)(now)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from ..lifecycle.periodic import Periodic
+from ..remains import leftovers
 
 #: seconds between two tidy-ups
 EVERY = 10.0
@@ -23,8 +24,6 @@ _current: Periodic | None = None
 
 
 def _tidy() -> None:
-    from ..remains import leftovers
-
     leftovers.remove()
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from .. import config
 from ..monitor import Cursor
 from ..schema.frame import DEFAULT_HISTORY, DEFAULT_INTERVAL, clamp_history, clamp_interval
 from ..schema.protocol import (
@@ -129,8 +130,6 @@ class Panel(anywidget.AnyWidget):  # type: ignore[misc]
     processes = traitlets.Bool(False).tag(sync=True)
 
     def __init__(self, view: KernelView | None = None, **kwargs: Any) -> None:
-        from .. import config
-
         kwargs.setdefault("interval", config.get("refresh-interval"))
         kwargs.setdefault("history", config.get("history"))
         super().__init__(_esm=_bundle().read_text(), **kwargs)

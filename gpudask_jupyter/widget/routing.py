@@ -22,14 +22,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .. import compat
+
 log = logging.getLogger(__name__)
 
 
 def route(comm: Any) -> None:
     """Have the kernel hand ``comm``'s buttons to the main shell and its other messages to the
     shell they were sent to (a comm without ipykernel's routing is left as it is)."""
-    from .. import compat
-
     compat.route_replies(comm, lambda data, sent_to: None if is_control(data) else sent_to)
 
 

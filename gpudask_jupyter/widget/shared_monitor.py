@@ -19,10 +19,12 @@ import weakref
 from typing import Any, Protocol
 
 from ..cluster import controls
+from ..cluster.room import views_reader
 from ..cluster.session import ClusterSession, KernelCluster
 from ..monitor import Monitor, Source
 from ..monitor.callers import ClientCaller
 from ..monitor.room_watch import RoomParts
+from ..registry.kernel_id import kernel_id
 from ..schema.protocol import ActionResult
 
 log = logging.getLogger(__name__)
@@ -42,9 +44,6 @@ LAST_LOOK = 2.0
 def kernel_room(now: float) -> RoomParts | None:
     """The room as this kernel's panels show it (the room of a shared GPU server, this kernel's
     lease marked "you"); None where there is none. Read on the monitor's thread."""
-    from ..cluster.room import views_reader
-    from ..registry.kernel_id import kernel_id
-
     own = kernel_id()
     return views_reader(lambda key: own)(now)
 

@@ -466,3 +466,75 @@ def test_the_state_check_finds_unexplained_state(tmp_path: Path) -> None:
         "def f():\n    global _seen\n    _seen = True\n"
     )
     assert _module_state(module) == ["_lock", "_seen", "registry"]
+
+
+#: what marks a package import inside a function, and says why it cannot be at the module's top
+LAZY = "# lazy:"
+
+
+def _unexplained_lazy_imports(text: str) -> list[int]:
+    """The lines of imports of the package's own modules (relative, or ``gpudask_jupyter``)
+    made inside a function with no ``# lazy:`` comment saying why: on the line, or just above
+    the block of imports it opens (a comment of several lines may start with it)."""
+    lines = text.splitlines()
+    tree = ast.parse(text)
+    import_lines = {
+        line
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    }
+
+    def ours(node: ast.Import | ast.ImportFrom) -> bool:
+        if isinstance(node, ast.ImportFrom):
+            return node.level > 0 or (node.module or "").split(".")[0] == PACKAGE.name
+        return any(alias.name.split(".")[0] == PACKAGE.name for alias in node.names)
+
+    def explained(lineno: int) -> bool:
+        if LAZY in lines[lineno - 1]:
+            return True
+        index = lineno - 2  # up over the block's imports (isort's groups, blank lines between)
+        while index >= 0 and (index + 1 in import_lines or not lines[index].strip()):
+            index -= 1
+        while index >= 0 and lines[index].strip().startswith("#"):
+            if lines[index].strip().startswith(LAZY):
+                return True
+            index -= 1
+        return False
+
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        found += [
+            node.lineno
+            for node in ast.walk(function)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            and ours(node)
+            and not explained(node.lineno)
+        ]
+    return sorted(set(found))
+
+
+def test_a_package_import_inside_a_function_says_why_it_is_lazy() -> None:
+    """An import at a module's top shows what the module depends on; one inside a function is
+    kept for a reason a reader needs (the package's import stays cheap, the module travels by
+    value to processes without the package, a heavy library), said in a ``# lazy:`` comment."""
+    unexplained = {
+        name: lines
+        for name, path in _modules().items()
+        if (lines := _unexplained_lazy_imports(path.read_text()))
+    }
+    assert unexplained == {}
+
+
+def test_the_lazy_import_check_finds_unexplained_ones() -> None:
+    text = (
+        "import os\n"
+        "def a():\n    import json\n    from . import x\n"  # 4: not said
+        "def b():\n    # lazy: x imports this module\n    from . import x\n    from .y import z\n"
+        "def c():\n    import json\n\n    from gpudask_jupyter import x  # lazy: heavy\n"
+        "def d():\n    # lazy: for the block\n    import json\n\n    from . import x\n"
+        "def e():\n    # lazy: for x only\n    from . import x\n    x.go()\n    from . import y\n"
+    )
+    assert _unexplained_lazy_imports(text) == [4, 22]

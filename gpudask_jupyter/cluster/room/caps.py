@@ -28,7 +28,10 @@ import threading
 from typing import Any
 
 from ...errors import ClusterError
-from ...text.units import format_bytes
+from ...machine import nvml
+from ...text.units import format_bytes, parse_bytes
+from .. import gpus
+from .allocator import Capped
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +54,6 @@ def _size(value: int | float | str | None, total: int) -> int | None:
     if value is None:
         return None
     if isinstance(value, str):
-        from ...text.units import parse_bytes
-
         try:
             number = float(value)
         except ValueError:
@@ -109,23 +110,17 @@ def cuda_started() -> bool:
     """Whether this process already holds a CUDA context (NVML lists it on a GPU): then
     ``CUDA_VISIBLE_DEVICES`` no longer changes what it uses. A library merely imported (its
     driver library mapped, no context yet) does not count; :func:`kernel_devices` checks after."""
-    from ...machine import nvml
-
     return os.getpid() in {process.pid for process in nvml.processes()}
 
 
 def kernel_devices() -> set[str]:
     """The UUIDs of the GPUs on which this process holds a CUDA context (NVML's list)."""
-    from ...machine import nvml
-
     return {process.uuid for process in nvml.processes() if process.pid == os.getpid()}
 
 
 def pin_kernel(identifiers: list[str], share: int) -> bool:
     """Restrict the kernel to its GPUs and cap CuPy's pool there, while CUDA has not started in
     it; False (logged) when it has, and the kernel keeps the GPU it already uses."""
-    from .. import gpus
-
     if cuda_started():
         log.info("CUDA already runs in this kernel: its own GPU work stays where it is")
         return False
@@ -153,8 +148,6 @@ class KernelCap:
             if self._cap == cap:
                 return self._cap
             if importlib.util.find_spec("rmm") is not None:
-                from .allocator import Capped
-
                 if self._capped is None:
                     self._capped = Capped(cap)
                 else:

@@ -14,13 +14,12 @@ from collections.abc import Callable
 
 from ... import config
 from ...schema.frame import RoomGpu, RoomHolder, RoomInfo
+from .. import security
 from . import holder, reading
 
 
 def read(now: float) -> reading.Room | None:
     """The room now as this user may see it; None where there is none."""
-    from .. import security
-
     if not holder.places_kernels(bool(security.shared_machine())):
         return None
     room = reading.read(now)

@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+from ...errors import ClusterError
+
 log = logging.getLogger(__name__)
 
 #: the libraries whose first import places the kernel
@@ -75,8 +77,6 @@ class GpuImportFinder(importlib.abc.MetaPathFinder):
         return spec
 
     def _place(self) -> None:
-        from ...errors import ClusterError
-
         if self.placed:
             return
         try:

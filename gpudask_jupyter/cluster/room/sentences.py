@@ -22,7 +22,11 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ...errors import is_device_out_of_memory
 from ...machine import nvml
+from ...text.units import format_bytes
+from .. import gpus, security
+from . import caps, holder, reading
 from .holder import Place
 
 if TYPE_CHECKING:
@@ -36,9 +40,6 @@ def place(
 ) -> tuple[Place | None, list[Any], dict[str, Any]]:
     """A start's or a join's place in the room: (what the kernel holds, the GPUs its workers
     get, dask-cuda's keywords that cap them). Off a shared machine: (None, ``devices``, {})."""
-    from .. import gpus
-    from . import caps, holder
-
     if not holder.places_kernels(shared):
         return None, devices, {}
     if devices:
@@ -69,10 +70,6 @@ def explain_out_of_memory(err: BaseException, from_worker: bool) -> str | None:
     (``from_worker``) in a task of its worker: the share, what the capped side holds, who holds
     the rest of the GPU, and what to do; None when ``err`` is no such failure (no lease here,
     or host memory)."""
-    from ...errors import is_device_out_of_memory
-    from ...text.units import format_bytes
-    from . import caps, holder, reading
-
     lease = holder.this_process.current()
     if lease is None or not is_device_out_of_memory(err):
         return None
@@ -110,9 +107,6 @@ def before_kernel_gpu_work(cap: bool = True) -> None:
     """Before the kernel's own GPU work (``%%to_gpu``, the first import of a GPU library): on a
     shared machine the kernel takes its place if it has none (pinned to its GPU while CUDA has
     not started in it), then, with ``cap``, its cap."""
-    from .. import gpus, security
-    from . import holder
-
     lease = holder.this_process.current()
     if lease is None:
         seam = bool(os.environ.get(holder.TEST_GPUS))
@@ -132,8 +126,6 @@ def before_kernel_gpu_work(cap: bool = True) -> None:
 
 def install_kernel_cap() -> None:
     """The kernel's cap at its part of its share now, where it holds a lease."""
-    from . import caps, holder
-
     lease = holder.this_process.current()
     if lease is not None:
         caps.this_process.install(holder.share_now(lease))
@@ -143,9 +135,6 @@ def out_of_memory(need: str) -> tuple[str, str] | None:
     """(cause, hint) for an allocation of the kernel that failed on a shared machine, where
     "free what you no longer need" is the wrong advice: the share it hit, or who holds the GPU.
     None off a shared machine (the caller says what it says anywhere)."""
-    from ...text.units import format_bytes
-    from . import caps, holder, reading
-
     lease = holder.this_process.current()
     if lease is not None and caps.this_process.cap() is not None:
         share = lease.smallest
@@ -182,6 +171,8 @@ def views_reader(
     """For a monitor (the panel's in the kernel, the sidebar's in the server): a reading of the
     room at a time, then each frame key's part for its viewer, whose kernel is ``kernel_of(key)``;
     None where there is no room. See :mod:`.frame_part`."""
+    # lazy: the frame's schema reads the configuration at import, which imports dask; the
+    # room's other sentences (a kernel's placement, its cap) need neither
     from . import frame_part
 
     return frame_part.reader(kernel_of)

@@ -22,7 +22,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ... import compat, config
 from ...lifecycle.periodic import Periodic
+from ...machine import availability
+from ...machine.processes import descends_from
+from . import caps
+from .allocator import Capped, pool_upstream
+from .leases import RoomDir
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +40,6 @@ class WorkerShare:
     """Follows the share of the kernel whose worker this process is, planned or elastic."""
 
     def __init__(self, worker: Any, directory: Path) -> None:
-        from .leases import RoomDir
-
         self.worker = worker
         self.room = RoomDir(directory)
         self.capped: Any = None
@@ -48,10 +52,6 @@ class WorkerShare:
         :class:`NoCap`: it does not run on a share uncapped."""
         import importlib.util
 
-        from ... import compat
-        from ...machine.processes import descends_from
-        from . import caps
-
         me = os.getpid()
         own = [
             lease
@@ -61,16 +61,14 @@ class WorkerShare:
         if not own:
             return False
         if importlib.util.find_spec("rmm") is None:
-            from ...machine.availability import reason
-
-            if reason() is not None:  # a CPU worker (the room's test seam): nothing to cap
+            if (
+                availability.reason() is not None
+            ):  # a CPU worker (the room's test seam): nothing to cap
                 return False
             raise NoCap("RMM is not installed where the worker runs (the gpu extra brings it)")
         lease = own[0]
         part = caps.worker_part(lease.smallest.share, max(1, len(lease.workers)))
         if self.capped is None:
-            from .allocator import Capped, pool_upstream
-
             upstream = pool_upstream(lease.pool) if lease.pool else None
             self.capped = Capped(part, upstream=upstream)
         elif part != self.capped.cap:
@@ -92,8 +90,6 @@ class NoCap(RuntimeError):
 def start(worker: Any) -> Periodic | None:
     """From the workers' preload: cap this worker where its kernel holds a share, and keep
     following it; None elsewhere (no room here). :class:`NoCap` where it cannot be capped."""
-    from ... import config
-
     directory = Path(str(config.get("room-dir")))
     if not directory.is_dir():
         return None

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ... import compat
 from .. import arrow_columns
 
 STRINGS = "strings"
@@ -99,8 +100,6 @@ def split_column(series: Any, first_slot: int) -> tuple[Coded, list[Any]] | None
     None when it goes with the rest."""
     import numpy as np
     import pandas as pd
-
-    from ... import compat
 
     dtype = series.dtype
     if arrow_columns.arrow_string_dtype(dtype):

@@ -24,7 +24,14 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from ... import compat
+from ... import compat, config
+from ...cluster.room.allocator import process_cap
+from ...machine import availability
+from ...text.units import format_bytes
+from .. import arrow_columns
+from ..converter import Context
+from ..dataframes import device_column, device_kind, masked_column, nan_as_null, pandas_to_cudf
+from ..failures import failure
 from ..pinned.ring import Segment
 from . import coded_columns
 from .coded_columns import Coded
@@ -48,8 +55,6 @@ def offsets(layout: Layout) -> tuple[list[int], int]:
 def usable(layout: Layout) -> bool:
     """Whether every fixed-width slot of this partition is built from its raw device bytes:
     complex and float16 columns are not (cuDF refuses them in its own words instead)."""
-    from ..dataframes import device_kind
-
     if layout.nbytes == 0:
         return False
     if layout.kind == "array":
@@ -70,9 +75,7 @@ def identity(device: int) -> str:
 
 def worker_gpu() -> str | None:
     """This worker's GPU (:func:`identity`), or None without one."""
-    from ...machine.availability import reason
-
-    if reason() is not None:
+    if availability.reason() is not None:
         return None
     import cupy
 
@@ -92,8 +95,6 @@ class Block:
 
     def __init__(self, nbytes: int) -> None:
         import weakref
-
-        from ...cluster.room.allocator import process_cap
 
         size = max(1, nbytes)
         capped = process_cap.get()
@@ -130,8 +131,6 @@ class OverShare(MemoryError):
     """A block beyond what this worker's share of a shared GPU leaves."""
 
     def __init__(self, nbytes: int, cap: int) -> None:
-        from ...text.units import format_bytes
-
         super().__init__(
             f"a block of {format_bytes(nbytes)} does not fit in what this worker's share of the "
             f"shared GPU ({format_bytes(cap)}) leaves"
@@ -154,8 +153,6 @@ class Unavailable:
 
 
 def unavailable(err: BaseException, nbytes: int) -> Unavailable:
-    from ..failures import failure
-
     return Unavailable(str(failure(err, _Size(nbytes))))
 
 
@@ -189,8 +186,6 @@ def build_on_block(block: Block, layout: Layout, rest: Any) -> Any:
     ``cupy.asarray``) would have made it; its columns are views of the block."""
     import cupy
 
-    from ..failures import failure
-
     where, _ = offsets(layout)
     try:
         with cupy.cuda.Device(block.device):
@@ -204,9 +199,6 @@ def build_on_block(block: Block, layout: Layout, rest: Any) -> Any:
 
 
 def _cudf(layout: Layout, devs: list[Any], rest: Any) -> Any:
-    from ..converter import Context
-    from ..dataframes import device_column, nan_as_null, pandas_to_cudf
-
     null = nan_as_null()
     moved = None if rest is None else pandas_to_cudf(rest, Context())
     others = iter([] if moved is None else [column for _, column in compat.frame_columns(moved)])
@@ -235,9 +227,6 @@ def _coded(coded: Coded, rows: int, devs: list[Any], null: bool | None) -> Any:
     brought back to the host (slower, the same)."""
     import pandas as pd
 
-    from .. import arrow_columns
-    from ..dataframes import masked_column
-
     mine = [devs[slot] for slot in coded.slots]
     target = compat.as_column(pd.Series([], dtype=coded.dtype), null).dtype
     if not compat.builds_from_plc():
@@ -256,8 +245,6 @@ def _coded(coded: Coded, rows: int, devs: list[Any], null: bool | None) -> Any:
 def _index(layout: Layout, devs: list[Any], moved: Any, null: bool | None) -> Any:
     import cudf
 
-    from ..dataframes import device_column
-
     def from_slot(slot: int, name: Any) -> Any:
         column = device_column(layout.slots[slot].dtype, devs[slot], null)
         return compat.index_from_column(column, name)
@@ -271,13 +258,10 @@ def _index(layout: Layout, devs: list[Any], moved: Any, null: bool | None) -> An
 def kernel_devices() -> dict[str, int]:
     """The kernel's own GPUs by :func:`identity` (empty without CUDA, or when the route is
     switched off with the ``distribute-cuda-ipc`` option)."""
-    from ... import config
-    from ...machine.availability import device_count, reason
-
-    if reason() is not None or not config.get("distribute-cuda-ipc"):
+    if availability.reason() is not None or not config.get("distribute-cuda-ipc"):
         return {}
     found = {}
-    for number in range(device_count()):
+    for number in range(availability.device_count()):
         try:
             found[identity(number)] = number
         except Exception:

@@ -16,6 +16,10 @@ import logging
 from typing import Any
 
 from ... import compat
+from .. import arrow_columns
+from ..converter import Context
+from ..dataframes import cudf_to_pandas, host_values
+from ..report import nbytes_of
 from . import coded_columns
 from .coded_columns import Coded
 from .device_blocks import Block, Unavailable, exported, offsets, unavailable
@@ -36,8 +40,6 @@ class Packed:
         raise TypeError("a partition's device block cannot leave its worker")
 
     def __sizeof__(self) -> int:
-        from ..report import nbytes_of
-
         return 64 + (0 if self.rest is None else nbytes_of(self.rest) or 0)
 
 
@@ -86,8 +88,6 @@ def _coded(column: Any, first_slot: int) -> tuple[Coded, list[Any]] | None:
     if not compat.builds_from_plc():  # asked before CuPy is imported
         return None
     import cupy
-
-    from .. import arrow_columns
 
     strings = arrow_columns.device_strings(column)
     if strings is not None:
@@ -154,9 +154,6 @@ def _split_on_device(part: Any) -> tuple[Layout, list[Any], Any]:
     import cudf
     import numpy as np
     import pandas as pd
-
-    from ..converter import Context
-    from ..dataframes import cudf_to_pandas, host_values
 
     frame = part.to_frame() if isinstance(part, cudf.Series) else part
     slots: list[Slot] = []

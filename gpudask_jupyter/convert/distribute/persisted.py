@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from ... import compat
+from ..dask_collections import is_dask_dataframe
 from . import worker_tasks
 
 
@@ -54,8 +56,6 @@ def frame(futures: Sequence[Any], meta: Any, divisions: tuple[Any, ...] | None) 
     """A persisted Dask DataFrame / Series whose partition ``i`` is ``futures[i]``."""
     import dask.dataframe as dd
 
-    from ... import compat
-
     template = dd.from_delayed(list(futures), meta=meta, divisions=divisions, verify_meta=False)
     name = f"gpudask-{uuid.uuid4().hex}"
     # partitions in the order of the graph's sorted keys: (name, 0), (name, 1), ...
@@ -75,8 +75,6 @@ def array(futures: Sequence[Any], meta: Any, rows: Sequence[int], shape: tuple[i
 
 
 def is_dataframe(obj: Any) -> bool:
-    from ..dask_collections import is_dask_dataframe
-
     return is_dask_dataframe(obj)
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..pinned import staging, thread_count
+from ..report import nbytes_of
 from . import device_blocks, partition_layout, segment_plan, shared_memory, worker_tasks
 from .cluster_view import WorkerView, completed, wait_for
 from .task_placer import Placer
@@ -100,8 +101,6 @@ def divisions(index: Any, parts: Sequence[Part]) -> tuple[Any, ...] | None:
 
 
 def _cut(obj: Any, views: Sequence[WorkerView], npartitions: int | None) -> list[Part]:
-    from ..report import nbytes_of
-
     rows = len(obj)
     count = partition_count(nbytes_of(obj) or 0, rows, len(views), npartitions)
     ranges = bounds(rows, count)

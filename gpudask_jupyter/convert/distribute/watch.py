@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import compat, lifecycle
+from ...monitor import scheduler_probe
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +119,6 @@ def _look(entry: _Watched, collection: Any) -> None:
 
 def _fail(entry: _Watched, futures: list[Any], lost: list[Any]) -> None:
     """Fail the ``lost`` futures' keys in the scheduler with the sentence."""
-    from ...monitor import scheduler_probe
-
     workers = sorted({entry.where.get(f.key, "a worker") for f in lost})
     message = (
         f"{entry.name}: {len(lost)} of {len(futures)} partitions were lost with worker "

@@ -21,8 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...machine import availability
+from ..arrays import cupy_to_numpy, numpy_to_cupy
+from ..converter import Context
+from ..dataframes import cudf_to_pandas, pandas_to_cudf
 from ..failures import failure
 from . import partition_layout, shared_memory
+from .device_blocks import worker_gpu
 from .partition_layout import Layout
 from .segment_plan import Piece
 
@@ -33,9 +38,6 @@ def probe(path: str, token: str) -> dict[str, Any]:
     """Whether this worker shares the kernel's machine (it can read the kernel's owner-only
     token file), why it could not hold GPU partitions (None: it can), and which GPU it has
     (:func:`.device_blocks.identity`)."""
-    from ...machine.availability import reason
-    from .device_blocks import worker_gpu
-
     try:
         with open(path, "rb") as file:
             local = file.read() == token.encode()
@@ -43,8 +45,8 @@ def probe(path: str, token: str) -> dict[str, Any]:
         local = False
     return {
         "local": local,
-        "frames": reason("cudf", "dask_cudf"),
-        "arrays": reason(),
+        "frames": availability.reason("cudf", "dask_cudf"),
+        "arrays": availability.reason(),
         "gpu": worker_gpu() if local else None,
     }
 
@@ -53,14 +55,9 @@ def to_device(obj: Any) -> Any:
     """pandas → cuDF, NumPy → CuPy on this worker's GPU, through its pinned pipeline."""
     import numpy as np
 
-    from ..converter import Context
-
     try:
         if isinstance(obj, np.ndarray):
-            from ..arrays import numpy_to_cupy
-
             return numpy_to_cupy(obj, Context())
-        from ..dataframes import pandas_to_cudf
 
         return pandas_to_cudf(obj, Context())
     except Exception as err:
@@ -135,13 +132,9 @@ def to_host(part: Any) -> Any:
     module = type(part).__module__.split(".")[0]
     if module not in {"cudf", "cupy"}:
         return part
-    from ..converter import Context
 
     if module == "cupy":
-        from ..arrays import cupy_to_numpy
-
         return cupy_to_numpy(part, Context())
-    from ..dataframes import cudf_to_pandas
 
     return cudf_to_pandas(part, Context())
 
