@@ -84,7 +84,7 @@ def cases(
     import dask.array as da
     import dask.dataframe as dd
 
-    from gpudask_jupyter.convert import to_gpu
+    from gpudask_jupyter import to_gpu
 
     no_array = arr is None
     if no_array:
@@ -130,7 +130,7 @@ def cases(
 def gather_cases(
     client: Any, df: Any, arr: Any, gpu: bool, strings: Any = None
 ) -> dict[str, Callable[[], Any]]:
-    from gpudask_jupyter.convert import to_cpu, to_gpu
+    from gpudask_jupyter import to_cpu, to_gpu
 
     frame = to_gpu(df, distribute=True)
     array = to_gpu(arr if arr is not None else df.to_numpy()[:8], distribute=True)
@@ -228,7 +228,7 @@ def _free_memory(client: Any) -> dict[str, int]:
 
 def failed_attempt(client: Any, df: Any) -> None:
     """Fill one worker's GPU, try to distribute, and show what each GPU has free around it."""
-    from gpudask_jupyter.convert import to_gpu
+    from gpudask_jupyter import to_gpu
 
     # client.run hands the worker to a function that takes ``dask_worker`` (get_worker() works
     # only inside tasks)
@@ -407,7 +407,7 @@ def main() -> None:
         import logging
         import sys
 
-        from gpudask_jupyter.convert import to_cpu, to_gpu
+        from gpudask_jupyter import to_cpu, to_gpu
 
         handler = logging.StreamHandler(sys.stdout)
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))

@@ -16,8 +16,8 @@ __version__ = "0.1.0"
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 _LAZY = {
-    "to_gpu": ("gpudask_jupyter.convert", "to_gpu"),
-    "to_cpu": ("gpudask_jupyter.convert", "to_cpu"),
+    "to_gpu": ("gpudask_jupyter.api", "to_gpu"),
+    "to_cpu": ("gpudask_jupyter.api", "to_cpu"),
     "Panel": ("gpudask_jupyter.widget", "Panel"),
     "ClusterSession": ("gpudask_jupyter.cluster.session", "ClusterSession"),
 }

@@ -6,8 +6,9 @@
 - :mod:`.commands`: what each ``%gpu_cluster`` subcommand does to it, checked before anything
   changes; :mod:`.operations`: run so that Ctrl-C cannot cut one in half; :mod:`.prewarm`: the
   imports a first start needs, made in the background after the extension's cell.
-- :mod:`.options`, :mod:`.target`, :mod:`.gpus`: what a request asks for, checked before
-  anything starts; :mod:`.security`, :mod:`.certificates`, :mod:`.local_users`: who may reach it.
+- :mod:`.options`, :mod:`.target`: what a request asks for, checked before anything starts
+  (the GPUs by :mod:`..machine.gpus`); :mod:`.security`, :mod:`.certificates`: who may reach it
+  (the other people here by :mod:`..machine.local_users`).
 - :mod:`.connect`, :mod:`.handshake`, :mod:`.join`: the library's objects, made and closed within
   deadlines.
 - :mod:`.worker_processes`, :mod:`.worker_setup`, :mod:`.worker_probe`: the worker processes, the

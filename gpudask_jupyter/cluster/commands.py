@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..machine.local_users import shared_machine
 from . import gateway, logs, operations, room, security
 from .connect import check_answers
 from .join import Retirement
@@ -93,7 +94,7 @@ def plan_join(
     """A join's workers decided and its scheduler found answering within ``timeout``."""
     devices, reason = resolve_workers(opts, warn, joining=True)
     check_answers(target, timeout, cancelled)
-    held, devices, worker_caps = room.place(opts, devices, shared=bool(security.shared_machine()))
+    held, devices, worker_caps = room.place(opts, devices, shared=bool(shared_machine()))
     return JoinPlan(target, opts, devices, reason, timeout, held, worker_caps)
 
 

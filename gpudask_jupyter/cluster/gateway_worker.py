@@ -21,8 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..machine import nvml
-from . import gpus
+from ..machine import gpus, nvml
 from .room import holder
 
 #: where the GPUs' lock files are (the administrator makes it: install -d -m 1777 -o root DIR)

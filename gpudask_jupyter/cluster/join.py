@@ -43,9 +43,8 @@ from typing import Any, TypeVar
 
 from .. import compat, lifecycle
 from ..errors import ClusterError
-from ..machine import nvml
+from ..machine import gpus, nvml
 from ..text.units import format_seconds
-from . import gpus
 from .connect import http_routes
 from .options import StartOptions, join_keywords
 from .target import AttachTarget

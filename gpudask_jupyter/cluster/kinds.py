@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from .. import config, lifecycle
 from ..errors import ClusterError
-from . import gpus
+from ..machine import gpus
 from .connect import close_quietly, dashboard_link, http_routes, wait_for_count
 from .gateway import GatewayCluster
 from .join import QUICK_RETIRE, JoinedWorkers, Retirement

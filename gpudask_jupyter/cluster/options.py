@@ -19,9 +19,9 @@ from typing import Any
 
 from .. import config, registry
 from ..errors import ClusterError, NoGpuError
-from ..machine import nvml
+from ..machine import gpus, nvml
 from ..machine.cores import usable_cores
-from . import certificates, gpus
+from . import certificates
 
 log = logging.getLogger(__name__)
 

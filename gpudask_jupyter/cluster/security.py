@@ -7,8 +7,8 @@ owner-only registry, the user's own Jupyter server hold them). Plain TCP only wh
 (``--no-tls``), with a warning; plain TCP on an address other machines can reach needs a second
 flag (``--allow-insecure-network``); UCX, which has no TLS, needs ``--no-tls`` too. The dashboard
 has no authentication at all: it starts by default only where no one else uses the machine
-(:mod:`.local_users`), and an explicit ``--dashboard-address`` on a shared one says who can read
-it. :meth:`Access.reach` is the one line the start summary shows about all this.
+(:mod:`..machine.local_users`), and an explicit ``--dashboard-address`` on a shared one says who
+can read it. :meth:`Access.reach` is the one line the start summary shows about all this.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import ipaddress
 import logging
 from dataclasses import dataclass
 
-from .. import config
 from ..errors import ClusterError
-from . import local_users
+from ..machine import local_users
+from ..machine.local_users import shared_machine
 from .options import StartOptions
 
 log = logging.getLogger(__name__)
@@ -36,16 +36,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def shared_machine() -> local_users.Others:
-    """The other people here, as the ``shared-machine`` option says or, on ``auto``, as found."""
-    setting = config.get("shared-machine")
-    if setting == "auto":
-        return local_users.others()
-    if setting:
-        return local_users.Others(reason="the shared-machine option says so")
-    return local_users.Others()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Moving objects between host and GPU, the API under %%to_gpu and %%to_cpu (:mod:`.api`):
+"""Moving objects between host and GPU, what %%to_gpu and %%to_cpu (and :mod:`..api`) run:
 converters keyed by type, the transaction, failures in words, the report; the pinned copy
 (:mod:`.pinned`) and objects spread over the workers (:mod:`.distribute`).
 """
@@ -6,16 +6,10 @@ converters keyed by type, the transaction, failures in words, the report; the pi
 from __future__ import annotations
 
 from ..errors import ConversionError
-from .api import (
-    GpuUnavailableWarning,
-    forget_notices,
-    notice_once,
-    to_cpu,
-    to_gpu,
-)
 from .arguments import check_to_cpu, check_to_gpu
 from .converter import Context, Converter, Direction, module_class
 from .lookup import find, register, unregister
+from .notices import GpuUnavailableWarning, forget_notices, notice_once
 from .transaction import convert_names
 
 __all__ = [
@@ -32,7 +26,5 @@ __all__ = [
     "module_class",
     "notice_once",
     "register",
-    "to_cpu",
-    "to_gpu",
     "unregister",
 ]

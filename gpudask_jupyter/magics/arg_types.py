@@ -12,8 +12,8 @@ import argparse
 import math
 from collections.abc import Callable
 
-from ..cluster.gpus import parse_spec
 from ..cluster.options import parse_dashboard, parse_resources
+from ..machine.gpus import parse_spec
 from ..text.units import parse_bytes, parse_seconds
 
 

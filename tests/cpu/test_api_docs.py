@@ -23,7 +23,7 @@ from gpudask_jupyter.widget import STATIC
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 MODULES = (
-    "gpudask_jupyter.convert.api",
+    "gpudask_jupyter.api.conversions",
     "gpudask_jupyter.widget.panel",
     "gpudask_jupyter.cluster.session",
 )
@@ -32,8 +32,8 @@ KERNEL = "gpudask_jupyter.cluster.session.KernelCluster"
 
 #: each documented object (by its qualified name) and the numpydoc sections it must have
 SECTIONS: dict[str, tuple[str, ...]] = {
-    "gpudask_jupyter.convert.api.to_gpu": ("Parameters", "Returns", "Raises", "Examples"),
-    "gpudask_jupyter.convert.api.to_cpu": ("Parameters", "Returns", "Raises", "Examples"),
+    "gpudask_jupyter.api.conversions.to_gpu": ("Parameters", "Returns", "Raises", "Examples"),
+    "gpudask_jupyter.api.conversions.to_cpu": ("Parameters", "Returns", "Raises", "Examples"),
     "gpudask_jupyter.widget.panel.Panel": ("Parameters", "Attributes", "Raises", "Examples"),
     SESSION: ("Parameters", "Attributes", "Examples"),
     f"{SESSION}.start": ("Parameters", "Returns", "Raises", "Examples"),

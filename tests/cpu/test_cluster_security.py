@@ -21,10 +21,10 @@ from local_user import act_as, second_user
 from support import spawned_workers, this_kernel
 
 from gpudask_jupyter import registry
-from gpudask_jupyter.cluster import local_users
 from gpudask_jupyter.cluster.options import StartOptions
 from gpudask_jupyter.cluster.security import decide, is_loopback
 from gpudask_jupyter.errors import ClusterError
+from gpudask_jupyter.machine import local_users
 
 START = "start --n-workers 1 --threads-per-worker 1 --memory-limit 1GB"
 ALONE = local_users.Others()

@@ -20,8 +20,7 @@ import psutil
 import pytest
 from support import cpu_cluster_client, held_keys
 
-from gpudask_jupyter import config
-from gpudask_jupyter.convert import to_cpu, to_gpu
+from gpudask_jupyter import config, to_cpu, to_gpu
 from gpudask_jupyter.convert.distribute import cluster_view, shared_memory
 from gpudask_jupyter.convert.distribute.variables import distribute_names, gather_names
 from gpudask_jupyter.errors import ConversionError, NoGpuError
@@ -92,7 +91,7 @@ def test_default_client_and_no_cluster(client) -> None:
     assert ddf.npartitions == 2  # one per worker for a small frame
     code = (
         "import pandas as pd\n"
-        "from gpudask_jupyter.convert import to_cpu, to_gpu\n"
+        "from gpudask_jupyter import to_cpu, to_gpu\n"
         "df = pd.DataFrame({'a': [1]})\n"
         "assert to_cpu(df, gather=True) is df and to_gpu(3, distribute=True) == 3\n"
         "to_gpu(df, distribute=True)\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudask_jupyter.cluster.gpus import identifier, parse_spec, select, visible
+from gpudask_jupyter.machine.gpus import identifier, parse_spec, select, visible
 from gpudask_jupyter.machine.nvml import Device
 
 UUID0 = "GPU-0a0a0a0a-1111-2222-3333-444444444444"
@@ -75,7 +75,7 @@ def test_the_kernels_restriction_is_never_read_half_way_through_a_join(monkeypat
     import threading
     import time
 
-    from gpudask_jupyter.cluster import gpus
+    from gpudask_jupyter.machine import gpus
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     seen: list[str | None] = []

@@ -40,7 +40,7 @@ from table_cases import (
 )
 from tables import Table, arrays, frames, series, tables
 
-from gpudask_jupyter.convert import to_cpu, to_gpu
+from gpudask_jupyter import to_cpu, to_gpu
 from gpudask_jupyter.errors import ConversionError
 
 pytestmark = [

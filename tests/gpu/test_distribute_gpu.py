@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpudask_jupyter import config
-from gpudask_jupyter.convert import to_cpu, to_gpu
+from gpudask_jupyter import config, to_cpu, to_gpu
 from gpudask_jupyter.convert.distribute import device_blocks, shared_memory
 from gpudask_jupyter.convert.distribute.variables import distribute_names, gather_names
 from gpudask_jupyter.errors import ConversionError

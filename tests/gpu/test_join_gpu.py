@@ -13,9 +13,9 @@ import psutil
 import pytest
 from support import DaskProcesses, spawned_workers, this_kernel, wait_gone
 
-from gpudask_jupyter.cluster import gpus, worker_probe
+from gpudask_jupyter.cluster import worker_probe
 from gpudask_jupyter.cluster.kinds import Joined
-from gpudask_jupyter.machine import nvml
+from gpudask_jupyter.machine import gpus, nvml
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from support import free_port
 
-from gpudask_jupyter.cluster import gpus
-from gpudask_jupyter.machine import nvml
+from gpudask_jupyter.machine import gpus, nvml
 from gpudask_jupyter.monitor import Monitor
 from gpudask_jupyter.schema.frame import DeviceReading
 

@@ -28,9 +28,8 @@ import threading
 from typing import Any
 
 from ...errors import ClusterError
-from ...machine import nvml
+from ...machine import gpus, nvml
 from ...text.units import format_bytes, parse_bytes
-from .. import gpus
 from .allocator import Capped
 
 log = logging.getLogger(__name__)

@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ... import config
+from ...machine.local_users import shared_machine
 from ...schema.frame import RoomGpu, RoomHolder, RoomInfo
-from .. import security
 from . import holder, reading
 
 
 def read(now: float) -> reading.Room | None:
     """The room now as this user may see it; None where there is none."""
-    if not holder.places_kernels(bool(security.shared_machine())):
+    if not holder.places_kernels(bool(shared_machine())):
         return None
     room = reading.read(now)
     if not any(gpu.holdings for gpu in room.gpus):

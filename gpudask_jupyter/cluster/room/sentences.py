@@ -23,9 +23,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import is_device_out_of_memory
-from ...machine import nvml
+from ...machine import gpus, nvml
+from ...machine.local_users import shared_machine
 from ...text.units import format_bytes
-from .. import gpus, security
 from . import caps, holder, reading
 from .holder import Place
 
@@ -112,7 +112,7 @@ def before_kernel_gpu_work(cap: bool = True) -> None:
         seam = bool(os.environ.get(holder.TEST_GPUS))
         if not nvml.status().available and not seam:  # no GPU: nothing to place, nobody asked
             return
-        if not holder.places_kernels(bool(security.shared_machine())):
+        if not holder.places_kernels(bool(shared_machine())):
             return
         found = nvml.devices() if nvml.status().available else holder.room_devices()
         allowed = gpus.select(None, found, gpus.kernel_restriction())

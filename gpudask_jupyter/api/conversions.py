@@ -1,52 +1,32 @@
-"""Moving objects between host and GPU: the API under %%to_gpu and %%to_cpu.
+"""Moving objects between host and GPU from Python: ``to_gpu`` and ``to_cpu``, what %%to_gpu and
+%%to_cpu do to one object.
 
-``to_gpu(obj)`` / ``to_cpu(obj)`` convert one object; :func:`convert_names` converts several
-variables of a namespace as one transaction. Objects no converter knows are returned unchanged.
+``to_gpu(obj)`` / ``to_cpu(obj)`` convert one object (:func:`..convert.convert_names` converts
+several variables of a namespace as one transaction). Objects no converter knows are returned
+unchanged.
 ``to_gpu(obj, distribute=True)`` spreads a pandas / NumPy object over the cluster's workers as a
 persisted Dask collection, ``to_cpu(obj, gather=True)`` brings one back
-(:func:`.distribute.variables.distribute_names`, :func:`.distribute.variables.gather_names`).
+(:func:`..convert.distribute.variables.distribute_names`,
+:func:`..convert.distribute.variables.gather_names`).
 Without a usable GPU the data stays on the host and the user is told once, unless a GPU is
 required, which makes it an error.
 """
 
 from __future__ import annotations
 
-import threading
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 from .. import config
-from .arguments import check_to_cpu, check_to_gpu
-from .transaction import convert_names
-
-
-class GpuUnavailableWarning(UserWarning):
-    """Data stayed on the host because no GPU (or GPU library) is usable."""
-
-
-_told: set[str] = set()
-# per process: what was told once is told once per process, as Python's warnings are
-_told_lock = threading.Lock()
-
-
-def notice_once(reason: str) -> str | None:
-    """The sentence to show for ``reason`` the first time it occurs in this session, else None."""
-    with _told_lock:
-        if reason in _told:
-            return None
-        _told.add(reason)
-    return f"gpudask: no GPU for the conversion ({reason}); the data stays on the host."
-
-
-def forget_notices() -> None:
-    with _told_lock:
-        _told.clear()
+from ..convert.arguments import check_to_cpu, check_to_gpu
+from ..convert.notices import warn_unavailable
+from ..convert.transaction import convert_names
 
 
 def _one(obj: Any, convert: Callable[..., Any], require_gpu: bool | None, **options: Any) -> Any:
     """A transaction on a namespace of one name, ``argument``: what the functions share with
-    the magics. ``convert`` is :func:`convert_names` or one of :mod:`.distribute.variables`'s."""
+    the magics. ``convert`` is :func:`convert_names` or one of
+    :mod:`..convert.distribute.variables`'s."""
     namespace = {"argument": obj}
     _, unavailable = convert(
         namespace,
@@ -56,16 +36,8 @@ def _one(obj: Any, convert: Callable[..., Any], require_gpu: bool | None, **opti
         leave_on_host="keep it on the host",
         **options,
     )
-    _warn(unavailable, 3)
+    warn_unavailable(unavailable, 3)
     return namespace["argument"]
-
-
-def _warn(unavailable: list[str], stacklevel: int) -> None:
-    """Tell once per reason why data stayed on the host (``stacklevel``: the caller's)."""
-    for why in unavailable:
-        message = notice_once(why)
-        if message:
-            warnings.warn(message, GpuUnavailableWarning, stacklevel=stacklevel + 1)
 
 
 def to_gpu(
@@ -83,7 +55,8 @@ def to_gpu(
     The function behind ``%%to_gpu``. Equal to ``cudf.from_pandas`` / ``cupy.asarray``; large
     numeric data moves through pinned memory. Other objects are returned unchanged. Without a
     usable GPU (or without CuPy / cuDF) the object is returned unchanged too, and a
-    :class:`GpuUnavailableWarning` says why, once per reason, unless a GPU is required.
+    :class:`~gpudask_jupyter.convert.GpuUnavailableWarning` says why, once per reason, unless a
+    GPU is required.
 
     Parameters
     ----------
@@ -182,8 +155,8 @@ def to_gpu(
     if not distribute:
         return _one(obj, convert_names, require_gpu, direction="gpu", device=device)
     # lazy: --distribute's modules reach the monitor's, and dask with them, which a conversion
-    # in the kernel does not need (`import gpudask_jupyter.convert` imports no dask)
-    from .distribute.variables import distribute_names
+    # in the kernel does not need (`from gpudask_jupyter import to_gpu` imports no dask)
+    from ..convert.distribute.variables import distribute_names
 
     return _one(obj, distribute_names, require_gpu, client=client, npartitions=npartitions)
 
@@ -262,7 +235,7 @@ def to_cpu(obj: Any, *, gather: bool = False, client: Any = None) -> Any:
         return _one(obj, convert_names, False, direction="cpu")
 
     # lazy: as above
-    from .distribute.variables import gather_names
+    from ..convert.distribute.variables import gather_names
 
     namespace = {"argument": obj}
     gather_names(namespace, ["argument"], client=client, leave_on_host="keep it on the cluster")

@@ -24,6 +24,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import config
+
 log = logging.getLogger(__name__)
 
 DEFAULT_UID_MIN = 1000
@@ -190,3 +192,13 @@ def others(
         "other people here: processes %s, sessions %s, hub servers %s", running, sessions, hub
     )
     return Others(tuple(running), tuple(sessions), tuple(hub))
+
+
+def shared_machine() -> Others:
+    """The other people here, as the ``shared-machine`` option says or, on ``auto``, as found."""
+    setting = config.get("shared-machine")
+    if setting == "auto":
+        return others()
+    if setting:
+        return Others(reason="the shared-machine option says so")
+    return Others()

@@ -18,7 +18,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 
-from ..machine.nvml import Device
+from .nvml import Device
 
 _VARIABLE = "CUDA_VISIBLE_DEVICES"
 # per process: the GPUs this process may use, read once
