@@ -8,8 +8,8 @@ import pytest
 from IPython.core.error import UsageError
 from support import spawned_workers, this_kernel, wait_gone
 
-from gpudask_jupyter.cluster import connect, gpus
-from gpudask_jupyter.machine import nvml
+from gpudask_jupyter.cluster import connect
+from gpudask_jupyter.machine import gpus, nvml
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
 
