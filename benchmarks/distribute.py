@@ -453,7 +453,7 @@ def main() -> None:
     if strings is not None:
         print(f"the table with strings: {table_nbytes / 2**30:.2f} GiB\n")
     print(table(results, df.memory_usage(index=True).sum(), table_nbytes))
-    from gpudask_jupyter.convert.distribute.variables import distribute_names
+    from gpudask_jupyter.convert.distribute.kernel.variables import distribute_names
 
     named = {"df": df, "arr": arr, "table": strings}
     names = [k for k, v in named.items() if v is not None]

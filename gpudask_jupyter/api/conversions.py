@@ -156,7 +156,7 @@ def to_gpu(
         return _one(obj, convert_names, require_gpu, direction="gpu", device=device)
     # lazy: --distribute's modules reach the monitor's, and dask with them, which a conversion
     # in the kernel does not need (`from gpudask_jupyter import to_gpu` imports no dask)
-    from ..convert.distribute.variables import distribute_names
+    from ..convert.distribute.kernel.variables import distribute_names
 
     return _one(obj, distribute_names, require_gpu, client=client, npartitions=npartitions)
 
@@ -235,7 +235,7 @@ def to_cpu(obj: Any, *, gather: bool = False, client: Any = None) -> Any:
         return _one(obj, convert_names, False, direction="cpu")
 
     # lazy: as above
-    from ..convert.distribute.variables import gather_names
+    from ..convert.distribute.kernel.variables import gather_names
 
     namespace = {"argument": obj}
     gather_names(namespace, ["argument"], client=client, leave_on_host="keep it on the cluster")

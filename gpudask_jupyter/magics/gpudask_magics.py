@@ -25,7 +25,7 @@ from ..cluster.room import reading
 from ..cluster.target import AttachTarget
 from ..convert import convert_names, notice_once
 from ..convert.arguments import check_to_gpu
-from ..convert.distribute import watch
+from ..convert.distribute.kernel import watch
 from ..convert.namespace import Snapshot
 from ..errors import ErrorLog, GpuDaskError
 from ..gpu_time import kernel as gpu_time
@@ -157,12 +157,12 @@ def _convert(
     require = config.require_gpu(asked)
     if getattr(args, "distribute", False):
         # lazy: the distribution's modules are imported by the first cell that spreads or gathers
-        from ..convert.distribute.variables import distribute_names
+        from ..convert.distribute.kernel.variables import distribute_names
 
         return distribute_names(namespace, names, npartitions=args.npartitions, require_gpu=require)
     if getattr(args, "gather", False):
         # lazy: as above
-        from ..convert.distribute.variables import gather_names
+        from ..convert.distribute.kernel.variables import gather_names
 
         return gather_names(namespace, names)
 

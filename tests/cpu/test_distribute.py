@@ -21,8 +21,9 @@ import pytest
 from support import cpu_cluster_client, held_keys
 
 from gpudask_jupyter import config, to_cpu, to_gpu
-from gpudask_jupyter.convert.distribute import cluster_view, shared_memory
-from gpudask_jupyter.convert.distribute.variables import distribute_names, gather_names
+from gpudask_jupyter.convert.distribute import shared_memory
+from gpudask_jupyter.convert.distribute.kernel import cluster_view
+from gpudask_jupyter.convert.distribute.kernel.variables import distribute_names, gather_names
 from gpudask_jupyter.errors import ConversionError, NoGpuError
 
 pytestmark = pytest.mark.filterwarnings(
@@ -290,7 +291,7 @@ def test_empty_frames_and_arrays(client) -> None:
 
 
 def test_a_failed_gather_leaves_the_collection_alone(client, monkeypatch) -> None:
-    from gpudask_jupyter.convert.distribute import gathering
+    from gpudask_jupyter.convert.distribute.kernel import gathering
 
     arr = np.arange(40_000.0).reshape(-1, 4)
     darr = to_gpu(arr, distribute=True)  # its futures' keys are the collection's own
@@ -341,7 +342,7 @@ def test_cpu_workers_say_why_there_is_no_gpu(client) -> None:
 
 
 def test_a_failure_releases_what_was_placed_and_rebinds_nothing(client, monkeypatch) -> None:
-    from gpudask_jupyter.convert.distribute import variables
+    from gpudask_jupyter.convert.distribute.kernel import variables
 
     real = variables._Transaction.spread
     calls = []
@@ -495,7 +496,7 @@ KILLED_KERNEL = """
 import sys, numpy as np, pandas as pd
 from distributed import Client
 from gpudask_jupyter import config
-from gpudask_jupyter.convert.distribute.variables import distribute_names
+from gpudask_jupyter.convert.distribute.kernel.variables import distribute_names
 config.set_override("distribute-shm-limit", "128KiB")
 client = Client(sys.argv[1], set_as_default=False)
 n = 4_000_000

@@ -13,13 +13,9 @@ import pandas as pd
 import pytest
 
 from gpudask_jupyter import config
-from gpudask_jupyter.convert.distribute import (
-    partition_layout,
-    segment_plan,
-    shared_memory,
-    spread,
-    worker_tasks,
-)
+from gpudask_jupyter.convert.distribute import partition_layout, segment_plan, shared_memory
+from gpudask_jupyter.convert.distribute.kernel import spread
+from gpudask_jupyter.convert.distribute.worker import tasks as worker_tasks
 
 
 def _frames() -> dict[str, object]:
@@ -285,7 +281,7 @@ def test_probe_reads_the_token_only_with_the_right_file(tmp_path) -> None:
 def test_segments_are_written_many_files_at_once_every_chunk_once() -> None:
     """Writes into one tmpfs file are serialised by its lock: the threads must each be on a
     different file, and the first files complete first."""
-    from gpudask_jupyter.convert.distribute import spread
+    from gpudask_jupyter.convert.distribute.kernel import spread
     from gpudask_jupyter.convert.distribute.segment_plan import Delivery, Piece
 
     chunk = spread.WRITE_CHUNK

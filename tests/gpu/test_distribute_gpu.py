@@ -18,7 +18,7 @@ import pytest
 
 from gpudask_jupyter import config, to_cpu, to_gpu
 from gpudask_jupyter.convert.distribute import device_blocks, shared_memory
-from gpudask_jupyter.convert.distribute.variables import distribute_names, gather_names
+from gpudask_jupyter.convert.distribute.kernel.variables import distribute_names, gather_names
 from gpudask_jupyter.errors import ConversionError
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(600)]

@@ -23,12 +23,13 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ... import compat, config
-from ...errors import ClusterError, is_out_of_memory
-from ...lifecycle import interrupts
-from ...monitor import heartbeat
-from ..failures import PartitionError
-from . import shared_memory, worker_tasks
+from .... import compat, config
+from ....errors import ClusterError, is_out_of_memory
+from ....lifecycle import interrupts
+from ....monitor import heartbeat
+from ...failures import PartitionError
+from .. import shared_memory
+from ..worker import tasks as worker_tasks
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +59,9 @@ def default_client(what: str) -> Any:
 class WorkerView:
     address: str
     local: bool  # on this machine, and can open the kernel's shared memory
-    package: bool  # can run this package's tasks (see :mod:`.worker_tasks`)
+    package: bool  # can run this package's tasks (see :mod:`..worker.tasks`)
     no_gpu: Mapping[str, str | None]  # "frames" / "arrays" → why no GPU partitions (None: can)
-    gpu: str | None = None  # a local worker's GPU (:func:`.device_blocks.identity`)
+    gpu: str | None = None  # a local worker's GPU (:func:`..device_blocks.identity`)
 
 
 class Failed(Exception):

@@ -6,13 +6,13 @@ every worker starts early), and each partition is built by the worker that will 
 - **shared memory** (workers of this machine): the kernel writes the partition's fixed-width
   bytes once into an owner-only segment, several partitions at a time; the worker reads them
   into its own memory, or copies them straight to its GPU. When shared memory is small, the
-  bytes cross in rounds that fit (:mod:`.segment_plan`). String, categorical and nullable
-  columns cross as the fixed-width buffers they are made of (:mod:`.coded_columns`); only what
+  bytes cross in rounds that fit (:mod:`..segment_plan`). String, categorical and nullable
+  columns cross as the fixed-width buffers they are made of (:mod:`..coded_columns`); only what
   has none (Python objects, time zones ...) is scattered by Dask alongside.
 - **CUDA IPC** (GPU workers of this machine whose GPU the kernel sees too, the usual case after
   ``%gpu_cluster start``): the worker allocates the partition's device memory and exports it;
   the kernel copies the fixed-width bytes straight into it through its own pinned pipeline
-  (:mod:`.device_blocks`), one pass of the CPU over every byte, string buffers included. The
+  (:mod:`..device_blocks`), one pass of the CPU over every byte, string buffers included. The
   rest is scattered alongside. A worker whose memory the kernel cannot open takes the
   shared-memory route instead.
 - **scatter** (workers elsewhere, or no room): Dask's own transfer of the pandas/NumPy part to
@@ -36,9 +36,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..pinned import staging, thread_count
-from ..report import nbytes_of
-from . import device_blocks, partition_layout, segment_plan, shared_memory, worker_tasks
+from ...pinned import staging, thread_count
+from ...report import nbytes_of
+from .. import device_blocks, partition_layout, segment_plan, shared_memory
+from ..worker import tasks as worker_tasks
 from .cluster_view import WorkerView, completed, wait_for
 from .task_placer import Placer
 
@@ -111,7 +112,7 @@ def _cut(obj: Any, views: Sequence[WorkerView], npartitions: int | None) -> list
 def _choose_routes(
     parts: list[Part], segments: shared_memory.Segments | None, devices: dict[str, int]
 ) -> None:
-    """Each part's route; ``devices``: the kernel's GPUs (:func:`.device_blocks.identity` →
+    """Each part's route; ``devices``: the kernel's GPUs (:func:`..device_blocks.identity` →
     number) when the parts go to GPUs."""
     for part in parts:
         if not part.owner.local:

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ... import compat, lifecycle
-from ...monitor import scheduler_probe
+from .... import compat, lifecycle
+from ....monitor import scheduler_probe
 
 log = logging.getLogger(__name__)
 

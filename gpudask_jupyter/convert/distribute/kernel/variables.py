@@ -18,23 +18,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
-from ...errors import ConversionError, NoGpuError
-from .. import refusals
-from ..converter import Context, module_class
-from ..dask_collections import is_dask_array, is_dask_dataframe
-from ..failures import describe
-from ..lookup import find
-from ..report import Moved, Report, kind_of, nbytes_of, shape_of
-from ..transaction import convert_one, transact
-from . import (
-    cluster_view,
-    gathering,
-    partition_layout,
-    persisted,
-    shared_memory,
-    spread,
-    watch,
-)
+from ....errors import ConversionError, NoGpuError
+from ... import refusals
+from ...converter import Context, module_class
+from ...dask_collections import is_dask_array, is_dask_dataframe
+from ...failures import describe
+from ...lookup import find
+from ...report import Moved, Report, kind_of, nbytes_of, shape_of
+from ...transaction import convert_one, transact
+from .. import partition_layout, shared_memory
+from . import cluster_view, gathering, persisted, spread, watch
 from .cluster_view import Failed, WorkerView
 from .task_placer import Placer
 

@@ -14,9 +14,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ... import compat
-from ..dask_collections import is_dask_dataframe
-from . import worker_tasks
+from .... import compat
+from ...dask_collections import is_dask_dataframe
+from ..worker import tasks as worker_tasks
 
 
 def meta_of(obj: Any, gpu: bool) -> Any:

@@ -3,7 +3,7 @@
 - **CUDA IPC** (GPU partitions on workers of this machine whose GPU the kernel sees too): the
   worker copies the partition's fixed-width columns into one block of its GPU memory and
   exports it; the kernel copies them from there into the final arrays through its own pinned
-  pipeline (:mod:`.device_blocks`). The CPU touches each byte once, in the kernel.
+  pipeline (:mod:`..device_blocks`). The CPU touches each byte once, in the kernel.
 
 Otherwise each partition is first made a host object by the worker that holds it (through that
 worker's pinned pipeline when it is on a GPU). Then:
@@ -11,7 +11,7 @@ worker's pinned pipeline when it is on a GPU). Then:
 - **shared memory** (workers of this machine): the kernel creates an owner-only segment for each
   partition, the worker writes the partition's fixed-width bytes into it, and the kernel reads
   them straight into the final arrays, several at a time; in rounds when shared memory is small.
-  What has no fixed-width buffers (:mod:`.coded_columns`) comes back through Dask.
+  What has no fixed-width buffers (:mod:`..coded_columns`) comes back through Dask.
 - **client** (workers elsewhere): Dask's own transfer of the host partition, then a copy into
   the final arrays.
 
@@ -31,21 +31,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ... import compat
-from ..dask_collections import on_gpu
-from ..pinned import host_memory, ring, staging, thread_count
-from . import (
+from .... import compat
+from ...dask_collections import on_gpu
+from ...pinned import host_memory, ring, staging, thread_count
+from .. import (
     coded_columns,
     device_blocks,
     device_packing,
     partition_layout,
-    persisted,
     segment_plan,
     shared_memory,
-    worker_tasks,
 )
+from ..partition_layout import Layout
+from ..worker import tasks as worker_tasks
+from . import persisted
 from .cluster_view import WorkerView, completed, wait_for
-from .partition_layout import Layout
 from .task_placer import Placer
 
 log = logging.getLogger(__name__)

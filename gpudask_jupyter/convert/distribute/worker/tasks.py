@@ -3,7 +3,7 @@
 Each function here is a task the kernel submits to one chosen worker; the worker imports this
 module by name, which the workers of a local cluster can (they run in the kernel's environment).
 A worker elsewhere that cannot import it is given library functions only (see
-:mod:`.cluster_view`).
+:mod:`..kernel.cluster_view`).
 
 Towards the workers, a worker reads its partitions' bytes from the kernel's shared-memory
 segments into memory it owns, or, on a GPU worker whose segment holds the partition whole, maps
@@ -21,15 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...machine import availability
-from ..arrays import cupy_to_numpy, numpy_to_cupy
-from ..converter import Context
-from ..dataframes import cudf_to_pandas, pandas_to_cudf
-from ..failures import failure
-from . import partition_layout, shared_memory
-from .device_blocks import worker_gpu
-from .partition_layout import Layout
-from .segment_plan import Piece
+from ....machine import availability
+from ...arrays import cupy_to_numpy, numpy_to_cupy
+from ...converter import Context
+from ...dataframes import cudf_to_pandas, pandas_to_cudf
+from ...failures import failure
+from .. import partition_layout, shared_memory
+from ..device_blocks import worker_gpu
+from ..partition_layout import Layout
+from ..segment_plan import Piece
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 def probe(path: str, token: str) -> dict[str, Any]:
     """Whether this worker shares the kernel's machine (it can read the kernel's owner-only
     token file), why it could not hold GPU partitions (None: it can), and which GPU it has
-    (:func:`.device_blocks.identity`)."""
+    (:func:`..device_blocks.identity`)."""
     try:
         with open(path, "rb") as file:
             local = file.read() == token.encode()
