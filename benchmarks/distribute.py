@@ -412,7 +412,7 @@ def main() -> None:
         handler = logging.StreamHandler(sys.stdout)
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
         for module in ("gathering", "spread"):
-            logger = logging.getLogger(f"gpudask_jupyter.convert.{module}")
+            logger = logging.getLogger(f"gpudask_jupyter.convert.distribute.kernel.{module}")
             logger.setLevel(logging.DEBUG)
             logger.addHandler(handler)
 

@@ -419,7 +419,8 @@ def gate(monkeypatch) -> Iterator[threading.Event]:
 
     monkeypatch.setattr(cluster_view, "completed", completed)
     for module in ("spread", "gathering"):
-        monkeypatch.setattr(f"gpudask_jupyter.convert.distribute.{module}.completed", completed)
+        where = f"gpudask_jupyter.convert.distribute.kernel.{module}"
+        monkeypatch.setattr(f"{where}.completed", completed)
     return reached
 
 
@@ -475,7 +476,8 @@ def test_ctrl_c_swallowed_by_a_finaliser_still_undoes_everything(client, monkeyp
 
     monkeypatch.setattr(cluster_view, "completed", completed)
     for module in ("spread", "gathering"):
-        monkeypatch.setattr(f"gpudask_jupyter.convert.distribute.{module}.completed", completed)
+        where = f"gpudask_jupyter.convert.distribute.kernel.{module}"
+        monkeypatch.setattr(f"{where}.completed", completed)
     original = _frame(50_000)
     if what == "distribute":
         ns: dict[str, Any] = {"df": original}
