@@ -133,14 +133,18 @@ class ClusterSession:
     >>> print(kernel.current())
     None
 
-    After it, the session holds what the magic made (on a machine without a GPU, a CPU
-    cluster):
+    After it, the session holds what the magic made: a local cluster over TLS (on a machine
+    without a GPU, of CPU workers), here started as the magic starts it:
 
-    >>> session = kernel.current()  # doctest: +SKIP
-    >>> session.mode, session.address  # doctest: +SKIP
-    ('gpu', 'tls://127.0.0.1:...')
-    >>> session.client.submit(sum, [1, 2]).result()  # doctest: +SKIP
+    >>> from gpudask_jupyter import ClusterSession
+    >>> from gpudask_jupyter.cluster.commands import plan_start
+    >>> from gpudask_jupyter.cluster.options import StartOptions
+    >>> session = ClusterSession.start(plan_start(StartOptions(n_workers=1)))
+    >>> session.mode in {"gpu", "cpu"}, session.address.startswith("tls://127.0.0.1:")
+    (True, True)
+    >>> session.client.submit(sum, [1, 2]).result()
     3
+    >>> session.close()
     """
 
     def __init__(
@@ -210,13 +214,13 @@ class ClusterSession:
         can reach 0.0.0.0 run code as you. Drop --no-tls (TLS is the default), or add
         --allow-insecure-network to accept that.
 
-        Two workers (on two GPUs; on a machine without one, CPU workers):
+        One worker (on a GPU; on a machine without one, a CPU worker):
 
         >>> from gpudask_jupyter import ClusterSession
-        >>> session = ClusterSession.start(plan_start(StartOptions(n_workers=2)))  # doctest: +SKIP
-        >>> len(session.workers())  # doctest: +SKIP
-        2
-        >>> session.close()  # doctest: +SKIP
+        >>> session = ClusterSession.start(plan_start(StartOptions(n_workers=1)))
+        >>> len(session.workers())
+        1
+        >>> session.close()
         """
         opts, access = plan.opts, plan.access
         prune_registry()
@@ -289,13 +293,16 @@ class ClusterSession:
         gpudask_jupyter.errors.ClusterError: tls://10.0.0.5:8786 uses TLS: pass --tls-ca-file,
         --tls-cert and --tls-key
 
-        Attaching needs a scheduler that answers there:
+        Attaching needs a scheduler that answers there (here one of distributed's own):
 
+        >>> from distributed import LocalCluster
         >>> from gpudask_jupyter import ClusterSession
-        >>> target = AttachTarget.resolve("tcp://10.0.0.5:8786", None)
-        >>> session = ClusterSession.attach(target)  # doctest: +SKIP
-        >>> session.mode  # doctest: +SKIP
+        >>> theirs = LocalCluster(n_workers=0, processes=False, dashboard_address=None)
+        >>> session = ClusterSession.attach(AttachTarget.resolve(theirs.scheduler_address, None))
+        >>> session.mode
         'attached'
+        >>> session.close()
+        >>> theirs.close()
         """
         prune_registry()
         client = connect(target, timeout, cancelled=cancelled)
@@ -373,6 +380,9 @@ class ClusterSession:
         >>> from gpudask_jupyter.cluster.commands import plan_join
         >>> from gpudask_jupyter.cluster.options import StartOptions
         >>> target = AttachTarget.resolve("tcp://10.0.0.5:8786", None, asked="join")
+
+        Joining lends this machine's GPUs, so it needs them (and a scheduler elsewhere):
+
         >>> plan = plan_join(target, StartOptions(gpus=[0, 1]))  # doctest: +SKIP
         >>> session = ClusterSession.join(plan)  # doctest: +SKIP
         >>> session.mode  # doctest: +SKIP
@@ -491,8 +501,15 @@ class ClusterSession:
         gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
         %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
 
-        >>> list(session.workers())  # doctest: +SKIP
-        ['tls://127.0.0.1:...', 'tls://127.0.0.1:...']
+        With one (here started as ``%gpu_cluster start --n-workers 1`` starts it):
+
+        >>> from gpudask_jupyter import ClusterSession
+        >>> from gpudask_jupyter.cluster.commands import plan_start
+        >>> from gpudask_jupyter.cluster.options import StartOptions
+        >>> session = ClusterSession.start(plan_start(StartOptions(n_workers=1)))
+        >>> list(session.workers())
+        ['tls://127.0.0.1:...']
+        >>> session.close()
         """
         if not self.alive:
             raise ClusterError(self.gone())
@@ -559,7 +576,16 @@ class ClusterSession:
         gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
         %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
 
-        >>> session.scale(1)  # doctest: +SKIP
+        With one (here started as ``%gpu_cluster start --n-workers 1`` starts it):
+
+        >>> from gpudask_jupyter import ClusterSession
+        >>> from gpudask_jupyter.cluster.commands import plan_start
+        >>> from gpudask_jupyter.cluster.options import StartOptions
+        >>> session = ClusterSession.start(plan_start(StartOptions(n_workers=1)))
+        >>> session.scale(1)
+        >>> len(session.workers())
+        1
+        >>> session.close()
         """
         self.kind.scale(self, n)
 
@@ -613,7 +639,16 @@ class ClusterSession:
         gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
         %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
 
-        >>> session.restart()  # doctest: +SKIP
+        With one (here started as ``%gpu_cluster start --n-workers 1`` starts it):
+
+        >>> from gpudask_jupyter import ClusterSession
+        >>> from gpudask_jupyter.cluster.commands import plan_start
+        >>> from gpudask_jupyter.cluster.options import StartOptions
+        >>> session = ClusterSession.start(plan_start(StartOptions(n_workers=1)))
+        >>> session.restart()
+        >>> len(session.workers())
+        1
+        >>> session.close()
         """
         if not self.alive:
             raise ClusterError(self.gone())
@@ -657,6 +692,8 @@ class ClusterSession:
         gpudask_jupyter.errors.ClusterError: this kernel has no cluster; start one with
         %gpu_cluster start or connect with %gpu_cluster attach ADDRESS
 
+        A joined session (which needs this machine's GPUs and a scheduler elsewhere):
+
         >>> session = kernel.require()  # doctest: +SKIP
         >>> print(session.leave().describe(session.address))  # doctest: +SKIP
         2 workers of this kernel left the cluster at tcp://10.0.0.5:8786; the scheduler moved
@@ -699,9 +736,12 @@ class ClusterSession:
 
         A closed session says so, and what still helps:
 
-        >>> session = kernel.current()  # doctest: +SKIP
-        >>> session.close()  # doctest: +SKIP
-        >>> session.workers()  # doctest: +SKIP
+        >>> from gpudask_jupyter import ClusterSession
+        >>> from gpudask_jupyter.cluster.commands import plan_start
+        >>> from gpudask_jupyter.cluster.options import StartOptions
+        >>> session = ClusterSession.start(plan_start(StartOptions(n_workers=1)))
+        >>> session.close()
+        >>> session.workers()
         Traceback (most recent call last):
         ...
         gpudask_jupyter.errors.ClusterError: The cluster at tls://127.0.0.1:... is no longer
