@@ -526,3 +526,74 @@ def test_the_lazy_import_check_finds_unexplained_ones() -> None:
         "def e():\n    # lazy: for x only\n    from . import x\n    x.go()\n    from . import y\n"
     )
     assert _unexplained_lazy_imports(text) == [4, 22]
+
+
+#: the room's core: caps and placement as a function of a typed reading of the machine and of
+#: proved leases, with no I/O (the modules beside it read the machine and the lease files)
+ROOM_CORE = {
+    "gpudask_jupyter.cluster.room.holding",
+    "gpudask_jupyter.cluster.room.placement",
+    "gpudask_jupyter.cluster.room.shares",
+}
+#: what the core may import: the standard library's pure parts, the package's errors and units,
+#: and the records it computes on (a GPU as NVML names it, a lease as its file says)
+CORE_IMPORTS = {
+    "__future__",
+    "collections.abc",
+    "dataclasses",
+    "logging",
+    "math",
+    "typing",
+    "gpudask_jupyter.errors",
+    "gpudask_jupyter.text.units",
+    "gpudask_jupyter.machine.nvml.Device",
+    "gpudask_jupyter.cluster.room.leases.Lease",
+}
+#: calls that reach the machine, the files or the clock
+IO_CALLS = {"open", "getuid", "getpid", "time", "monotonic", "read", "run", "Popen", "stat"}
+
+
+def _core_reaches(module: str, text: str) -> list[str]:
+    """What module ``module``'s source imports or calls beyond :data:`CORE_IMPORTS` and the
+    core itself."""
+    found = []
+    tree = ast.parse(text)
+    for node in _imports(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name not in CORE_IMPORTS]
+            continue
+        prefix = next(_targets(module, False, node))
+        for alias in node.names:
+            name = f"{prefix}.{alias.name}"
+            allowed = {prefix, name} & (CORE_IMPORTS | ROOM_CORE)
+            if not allowed and not any(name.startswith(core + ".") for core in ROOM_CORE):
+                found.append(name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in IO_CALLS:
+                found.append(f"{name}()")
+    return found
+
+
+def test_the_room_core_reads_nothing_itself() -> None:
+    modules = _modules()
+    reaches = {m: found for m in ROOM_CORE if (found := _core_reaches(m, modules[m].read_text()))}
+    assert reaches == {}
+
+
+def test_the_core_check_finds_what_reads() -> None:
+    text = (
+        "import os\nfrom ...machine import processes\nfrom .leases import Lease, RoomDir\n"
+        "from . import holding\nfrom .placement import MIN_SHARE\n"
+        "def f():\n    return os.getuid(), open('x')\n"
+    )
+    found = _core_reaches("gpudask_jupyter.cluster.room.shares", text)
+    assert found == [
+        "os",
+        "gpudask_jupyter.machine.processes",
+        "gpudask_jupyter.cluster.room.leases.RoomDir",
+        "getuid()",
+        "open()",
+    ]

@@ -42,7 +42,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from gpudask_jupyter.cluster.room import leases, measure, proof, shares
+from gpudask_jupyter.cluster.room import holding, leases, measure, proof, shares
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.cluster.room.placement import CONTEXT_RESERVE, CONTEXTS_PER_HOLDER, MIN_SHARE
 from gpudask_jupyter.errors import ClusterError
@@ -148,14 +148,14 @@ class Room(RuleBasedStateMachine):
     def _free(self, uuid: str) -> int:
         return DEVICES[0].memory_total - self._used(uuid)
 
-    def nvml(self) -> dict[str, measure.GpuMemory]:
+    def nvml(self) -> dict[str, holding.GpuMemory]:
         out = {}
         for device in DEVICES:
             shown = {} if device.uuid in self.model.hidden else dict(self.model.memory[device.uuid])
-            out[device.uuid] = measure.GpuMemory(
+            out[device.uuid] = holding.GpuMemory(
                 device.uuid, device.memory_total, self._used(device.uuid), shown
             )
-        return out
+        return measure.traced(out)  # the lineages as the model's process table shows them
 
     def room(self, uid: int = ME) -> RoomDir:
         directory = RoomDir(self.path, uid=uid)

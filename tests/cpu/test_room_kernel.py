@@ -14,17 +14,17 @@ import pytest
 from room_locks import StandIn
 from support import run_cell as run
 
-from gpudask_jupyter.cluster.room import leases, measure, reading
+from gpudask_jupyter.cluster.room import holding, leases, measure, reading
 
 START = "%load_ext gpudask_jupyter\n%gpu_cluster start --n-workers 1 --memory-limit 1GB"
 
 
 def _memory(devices: Any, listing: dict[int, int], gpu: int = 0) -> dict[str, Any]:
     """The seam's GPUs as NVML would show them: ``listing`` (pid: bytes) on GPU ``gpu``."""
-    out = {d.uuid: measure.GpuMemory(d.uuid, d.memory_total, 0, {}) for d in devices}
+    out = {d.uuid: holding.GpuMemory(d.uuid, d.memory_total, 0, {}) for d in devices}
     uuid = devices[gpu].uuid
-    out[uuid] = measure.GpuMemory(uuid, devices[gpu].memory_total, sum(listing.values()), listing)
-    return out
+    out[uuid] = holding.GpuMemory(uuid, devices[gpu].memory_total, sum(listing.values()), listing)
+    return measure.traced(out)
 
 
 def _lease_files(room: Path) -> list[Path]:
@@ -176,7 +176,8 @@ def test_the_room_shows_each_holders_share_of_the_gpus_multiprocessors() -> None
         os.getuid(), "me", os.getpid(), me, "k", [leases.Share(devices[1].uuid, 1, 2**30)], now, now
     )
     busy = {(devices[1].uuid, os.getpid()): 37}
-    room = reading.build(devices, [own], _memory(devices, {}), now, False, "room", busy)
+    memory = measure.traced(_memory(devices, {}), {devices[1].uuid: [os.getpid()]})  # as read
+    room = reading.build(devices, [own], memory, now, False, "room", busy)
     assert room.gpus[1].holdings[0].utilization == 37
     assert "37% busy" in str(reading.table(room))
 

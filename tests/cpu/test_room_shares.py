@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from gpudask_jupyter.cluster.room import measure, shares
+from gpudask_jupyter.cluster.room import holding, measure, shares
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.cluster.room.placement import CONTEXT_RESERVE, CONTEXTS_PER_HOLDER, MIN_SHARE
 from gpudask_jupyter.errors import ClusterError
@@ -43,13 +43,15 @@ def _usable(holders: int) -> int:
 
 def _memory(
     processes: dict[int, int], used: int | None = None, device: nvml.Device = GPU
-) -> dict[str, measure.GpuMemory]:
+) -> dict[str, holding.GpuMemory]:
     """The machine as NVML would show it: each pid's bytes on the GPU (a context included)."""
     total = sum(processes.values()) if used is None else used
-    return {device.uuid: measure.GpuMemory(device.uuid, device.memory_total, total, processes)}
+    return measure.traced(
+        {device.uuid: holding.GpuMemory(device.uuid, device.memory_total, total, processes)}
+    )
 
 
-def _caps(leases: list[Lease], memory: dict[str, measure.GpuMemory]) -> dict[str, int]:
+def _caps(leases: list[Lease], memory: dict[str, holding.GpuMemory]) -> dict[str, int]:
     return shares.caps(GPU.memory_total, shares.held_on(GPU.uuid, leases, memory))
 
 
@@ -82,7 +84,7 @@ def test_a_newcomer_gets_an_equal_part_of_what_is_not_held_and_others_keep_what_
     first = _lease(11)
     assert _caps([first], _memory({})) == {first.key: _usable(1)}  # alone: the whole GPU
     memory = _memory({11: _holding(100 * GiB)})
-    chosen = shares.choose_elastic([GPU], [first], 1, memory)
+    chosen = shares.choose_elastic([GPU], [first], 1, memory, uid=os.getuid())
     offered = chosen.shares[GPU.uuid]
     assert offered == _usable(2) - 100 * GiB
     second = _lease(12, 2.0)
@@ -182,8 +184,8 @@ def test_a_start_is_refused_only_where_every_gpu_is_held() -> None:
         **_memory({}, device=OTHER),
     }
     with pytest.raises(ClusterError, match="Every GPU here is held by the students on it"):
-        shares.choose_elastic([GPU], holders, 1, memory)
-    chosen = shares.choose_elastic([GPU, OTHER], holders, 1, memory)
+        shares.choose_elastic([GPU], holders, 1, memory, uid=os.getuid())
+    chosen = shares.choose_elastic([GPU, OTHER], holders, 1, memory, uid=os.getuid())
     assert [d.uuid for d in chosen.devices] == [OTHER.uuid]  # the empty one
     assert chosen.shares == {OTHER.uuid: _usable(1)}
     assert "the most memory its holders do not hold" in chosen.why
@@ -277,7 +279,7 @@ def test_thirty_kernels_arriving_at_once_all_get_a_share_that_fits(
     found = RoomDir(room).leases()
     assert len(found) == 30
     for uuid in {s["gpu"] for s in said}:
-        memory = {uuid: measure.GpuMemory(uuid, 64 * GiB, 0, {})}
+        memory = {uuid: holding.GpuMemory(uuid, 64 * GiB, 0, {})}
         caps = shares.caps(64 * GiB, shares.held_on(uuid, found, memory))
         assert len(caps) == 15
         assert min(caps.values()) >= MIN_SHARE

@@ -20,7 +20,7 @@ import dask.config
 import pytest
 from room_locks import StandIn, write_held
 
-from gpudask_jupyter.cluster.room import frame_part, holder, measure, reading
+from gpudask_jupyter.cluster.room import frame_part, holder, holding, measure, reading
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
 from gpudask_jupyter.machine import nvml, processes
 from gpudask_jupyter.monitor import THREAD_NAME, Monitor
@@ -267,7 +267,7 @@ def test_holders_above_their_share_are_counted_or_named() -> None:
     alice = Lease(ALICE, "alice", 3999999, 0, "k-a", [Share(uuid, 0, GiB)], now, now - 30)
     # within the share; above 1 GiB and its contexts
     used = {os.getpid(): GiB, 3999999: 3 * GiB}
-    memory = {uuid: measure.GpuMemory(uuid, 16 * GiB, 4 * GiB, used)}
+    memory = measure.traced({uuid: holding.GpuMemory(uuid, 16 * GiB, 4 * GiB, used)})
     for names in (False, True):
         with dask.config.set({"gpudask.room-students": 2}):  # the shares the leases name
             built = reading.build(devices, [own, alice], memory, now, names, "room")

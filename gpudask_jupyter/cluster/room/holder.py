@@ -353,7 +353,9 @@ class Holder:
                 _within_kernel_limit(leases)
                 if elastic():
                     memory = measure.read(pool)
-                    chosen = shares.choose_elastic(pool, leases, count, memory, named=bool(named))
+                    chosen = shares.choose_elastic(
+                        pool, leases, count, memory, named=bool(named), uid=os.getuid()
+                    )
                 else:
                     chosen = placement.choose(
                         pool,

@@ -17,7 +17,7 @@ level where it is another account's (a student's planted files never reach anoth
 cells), and counted for the room's view (:attr:`RoomDir.skipped`). A dead lease of this user is
 removed with its lock file, and so are the temporaries of an interrupted write. So no planted,
 corrupt, huge or foreign file blocks a start, and what a lease says of memory counts for its own
-holder alone (:mod:`.measure`).
+holder alone (:mod:`.holding`).
 
 Choosing and writing happen under an advisory lock on the room's directory itself (``flock``,
 which needs no file anyone owns), so that thirty starts in the same second see each other's

@@ -23,7 +23,7 @@ A lease counts only where, besides its lock being held:
 A reader that is itself in a PID namespace below the machine's first sees in ``/proc/locks``
 only the locks of processes of its own namespace (Linux filters the table). There a lease of
 another namespace whose lock it cannot see counts as present, its processes unseen
-(:mod:`.measure` splits among such holders what no known holder holds), while its kernel shows
+(:mod:`.holding` splits among such holders what no known holder holds), while its kernel shows
 itself: it touches its lock file every :data:`HEARTBEAT_EVERY` seconds, and a lock untouched for
 :data:`STALE_AFTER` is a kernel gone (killed in its container, its lease left behind). A lease is
 only ever one more kernel of its own account, so what a reader cannot verify costs the others at

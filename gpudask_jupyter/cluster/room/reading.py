@@ -22,7 +22,7 @@ from ... import config
 from ...machine import nvml, processes
 from ...text.table import Table
 from ...text.units import format_bytes, format_seconds
-from . import holder, measure, placement, shares
+from . import holder, holding, measure, placement, shares
 from .leases import Lease
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class GpuRoom:
     used: int | None
     utilization: int | None
     holdings: list[Holding] = field(default_factory=list)
-    contexts: int = 0  # bytes set aside for its holders' CUDA contexts (.measure.Holding.contexts)
+    contexts: int = 0  # bytes set aside for its holders' CUDA contexts (.holding.Holding.contexts)
 
     @property
     def promised(self) -> int:
@@ -97,14 +97,18 @@ def read(now: float | None = None) -> Room:
     if not directory.path.is_dir():
         return Room([], names, str(directory.path), "nobody has taken a share here yet")
     devices = holder.room_devices()
+    utilization = nvml.process_utilization()
+    busy_pids: dict[str, list[int]] = {}
+    for uuid, pid in utilization:
+        busy_pids.setdefault(uuid, []).append(pid)
     room = build(
         devices,
         directory.leases(),
-        measure.read(devices),
+        measure.traced(measure.read(devices), busy_pids),
         time.time() if now is None else now,
         names,
         str(directory.path),
-        nvml.process_utilization(),
+        utilization,
         {s.uuid: s.utilization for s in nvml.sample()},
     )
     room.skipped = dict(directory.skipped)
@@ -114,7 +118,7 @@ def read(now: float | None = None) -> Room:
 def build(
     devices: Sequence[nvml.Device],
     leases: Sequence[Lease],
-    memory: Mapping[str, measure.GpuMemory],
+    memory: Mapping[str, holding.GpuMemory],
     now: float,
     names: bool,
     directory: str,
@@ -131,7 +135,7 @@ def build(
     bound = None if elastic else _largest_shares(devices)
     rooms = []
     for device in devices:
-        gpu_memory = memory.get(device.uuid) or measure.GpuMemory(device.uuid, 0, None)
+        gpu_memory = memory.get(device.uuid) or holding.GpuMemory(device.uuid, 0, None)
         gpu = GpuRoom(
             device.label,
             device.uuid,
@@ -141,12 +145,14 @@ def build(
             (busy or {}).get(device.uuid),
         )
         present = placement.holders_on(leases, device.uuid)
-        held = measure.attribute(gpu_memory, present)
+        held = holding.attribute(gpu_memory, present)
         gpu.contexts = (
             held.contexts if elastic else placement.CONTEXTS_PER_HOLDER * len(present)
         ) * placement.CONTEXT_RESERVE
         caps = shares.caps(device.memory_total, held) if elastic else {}
-        owner_of = measure.owners(present, {pid for (uuid, pid) in utilization or {}})
+        owner_of = holding.owners(
+            present, {pid for (uuid, pid) in utilization or {}}, gpu_memory.lineage
+        )
         for lease in present:
             share = lease.on(device.uuid)
             assert share is not None
@@ -188,12 +194,12 @@ def _largest_shares(devices: Sequence[nvml.Device]) -> dict[str, int]:
     }
 
 
-def _used_by(lease: Lease, memory: measure.GpuMemory, present: Sequence[Lease]) -> int | None:
+def _used_by(lease: Lease, memory: holding.GpuMemory, present: Sequence[Lease]) -> int | None:
     """What ``lease``'s processes use of this GPU, as NVML shows it (None where it hides
     them)."""
     if not memory.visible:
         return None
-    owner_of = measure.owners(present, memory.processes)
+    owner_of = holding.owners(present, memory.processes, memory.lineage)
     return sum(size for pid, size in memory.processes.items() if owner_of.get(pid) == lease.key)
 
 

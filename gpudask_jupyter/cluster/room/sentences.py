@@ -9,7 +9,8 @@
 - :mod:`.holder`: this kernel's one lease, from its first GPU work to its end.
 - :mod:`.reading`: the room as ``%gpu_cluster room`` and the views show it.
 - :mod:`.frame_part`: the room as the Frame carries it to the panel and the sidebar.
-- :mod:`.measure`: what the machine shows of the GPUs' memory, and whose it is.
+- :mod:`.measure`: what the machine shows of the GPUs' memory and of their processes, read;
+  :mod:`.holding`: whose it is (no I/O).
 - :mod:`.import_hook`: the kernel placed and capped at its first import of a GPU library.
 
 Only the functions below are called from outside the folder.

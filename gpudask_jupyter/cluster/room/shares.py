@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Mapping, Sequence
 
 from ...errors import ClusterError
-from ...machine import nvml
+from ...machine.nvml import Device
 from ...text.units import format_bytes
-from . import measure
+from . import holding
 from .leases import Lease
 from .placement import CONTEXT_RESERVE, CONTEXTS_PER_HOLDER, MIN_SHARE, Placement, holders_on
 
@@ -65,19 +64,19 @@ def level(memory: int, held: Sequence[int]) -> int:
 
 def usable(total: int, holders: int, contexts: int | None = None) -> int:
     """A GPU's memory that caps can share among ``holders``: their contexts set aside (two
-    each, or ``contexts`` in all, as :attr:`.measure.Holding.contexts` counts them)."""
+    each, or ``contexts`` in all, as :attr:`.holding.Holding.contexts` counts them)."""
     if contexts is None:
         contexts = CONTEXTS_PER_HOLDER * holders
     return max(0, total - CONTEXT_RESERVE * contexts)
 
 
-def _memory(total: int, held: measure.Holding, extra_contexts: int = 0) -> int:
+def _memory(total: int, held: holding.Holding, extra_contexts: int = 0) -> int:
     """What the holders' caps share on a GPU of ``total`` bytes: its contexts and what
     processes outside the room take set aside."""
     return usable(total, 0, held.contexts + extra_contexts) - held.outside
 
 
-def split(memory: int, held: measure.Holding) -> tuple[dict[str, int], dict[str, int]]:
+def split(memory: int, held: holding.Holding) -> tuple[dict[str, int], dict[str, int]]:
     """Every holder's cap, by lease key, when its holders' caps share ``memory``; and each
     holder's fair part (what :func:`standing` compares its hold with): an equal part, among
     its account's kernels, of the level an account may take whatever the others hold. First
@@ -99,17 +98,17 @@ def split(memory: int, held: measure.Holding) -> tuple[dict[str, int], dict[str,
     return caps, levels
 
 
-def caps(total: int, held: measure.Holding) -> dict[str, int]:
+def caps(total: int, held: holding.Holding) -> dict[str, int]:
     """Every holder's cap on a GPU of ``total`` bytes, by lease key, from what they hold."""
     return split(_memory(total, held), held)[0]
 
 
-def offer(total: int, held: measure.Holding, uid: int | None = None) -> int:
-    """The cap a newcomer kernel of account ``uid`` (by default this process's) would get on a
-    GPU of ``total`` bytes whose holders hold ``held``."""
-    account = os.getuid() if uid is None else uid
+def offer(total: int, held: holding.Holding, uid: int) -> int:
+    """The cap a newcomer kernel of account ``uid`` would get on a GPU of ``total`` bytes whose
+    holders hold ``held``."""
+    account = uid
     key = "\0newcomer"
-    grown = measure.Holding(
+    grown = holding.Holding(
         {**held.holders, key: 0},
         held.outside,
         {**held.processes, key: 0},
@@ -123,23 +122,23 @@ def offer(total: int, held: measure.Holding, uid: int | None = None) -> int:
 def held_on(
     uuid: str,
     leases: Sequence[Lease],
-    memory: Mapping[str, measure.GpuMemory],
+    memory: Mapping[str, holding.GpuMemory],
     own: Lease | None = None,
     own_held: int = 0,
-) -> measure.Holding:
+) -> holding.Holding:
     """What the holders of GPU ``uuid`` among ``leases`` (``own`` among them, even if its file
-    is missing) hold there now, as :func:`.measure.attribute` finds it."""
+    is missing) hold there now, as :func:`.holding.attribute` finds it."""
     present = holders_on(leases, uuid)
     if own is not None and own.on(uuid) is not None and own.key not in {h.key for h in present}:
         present.append(own)
-    gpu = memory.get(uuid) or measure.GpuMemory(uuid, 0, None)
-    return measure.attribute(gpu, present, own, own_held)
+    gpu = memory.get(uuid) or holding.GpuMemory(uuid, 0, None)
+    return holding.attribute(gpu, present, own, own_held)
 
 
 def standing(
     lease: Lease,
     leases: Sequence[Lease],
-    memory: Mapping[str, measure.GpuMemory],
+    memory: Mapping[str, holding.GpuMemory],
     own_held: int = 0,
     margin: int = 0,
 ) -> tuple[dict[str, int], bool]:
@@ -165,7 +164,7 @@ def standing(
 def cap_of(
     lease: Lease,
     leases: Sequence[Lease],
-    memory: Mapping[str, measure.GpuMemory],
+    memory: Mapping[str, holding.GpuMemory],
     own_held: int = 0,
 ) -> int:
     """``lease``'s elastic cap now on the GPU of its lease where it is least (:func:`standing`)."""
@@ -175,7 +174,7 @@ def cap_of(
 def above_level(
     lease: Lease,
     leases: Sequence[Lease],
-    memory: Mapping[str, measure.GpuMemory],
+    memory: Mapping[str, holding.GpuMemory],
     own_held: int = 0,
     margin: int = 0,
 ) -> bool:
@@ -185,12 +184,13 @@ def above_level(
 
 
 def choose_elastic(
-    devices: Sequence[nvml.Device],
+    devices: Sequence[Device],
     leases: Sequence[Lease],
     want: int,
-    memory: Mapping[str, measure.GpuMemory],
+    memory: Mapping[str, holding.GpuMemory],
     named: bool = False,
-    uid: int | None = None,
+    *,
+    uid: int,
 ) -> Placement:
     """Place one kernel where the instructor set no plan: ``want`` GPUs of ``devices``, those
     with the largest cap a newcomer would get there (then the fewest holders, the lowest
@@ -202,7 +202,7 @@ def choose_elastic(
     if not devices:
         raise ClusterError("the room has no GPU to place this kernel on")
     want = min(max(want, 1), len(devices))
-    me = os.getuid() if uid is None else uid  # the account the kernel is placed for
+    me = uid  # the account the kernel is placed for
     counts = {d.uuid: len(holders_on(leases, d.uuid)) for d in devices}
     shared = any(lease.uid != me for lease in leases)
     mine = {
@@ -238,12 +238,12 @@ def choose_elastic(
 
 
 def _all_held(
-    devices: Sequence[nvml.Device],
+    devices: Sequence[Device],
     leases: Sequence[Lease],
-    held: Mapping[str, measure.Holding],
+    held: Mapping[str, holding.Holding],
     want: int,
 ) -> str:
-    def holding(device: nvml.Device) -> str:
+    def holding(device: Device) -> str:
         found = held[device.uuid]
         outside = f", other processes {format_bytes(found.outside)}" if found.outside else ""
         return (
