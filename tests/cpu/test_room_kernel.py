@@ -176,7 +176,7 @@ def test_the_room_shows_each_holders_share_of_the_gpus_multiprocessors() -> None
         os.getuid(), "me", os.getpid(), me, "k", [leases.Share(devices[1].uuid, 1, 2**30)], now, now
     )
     busy = {(devices[1].uuid, os.getpid()): 37}
-    memory = measure.traced(_memory(devices, {}), {devices[1].uuid: [os.getpid()]})  # as read
+    memory = measure.traced(_memory(devices, {}), [own], {devices[1].uuid: [os.getpid()]})
     room = reading.build(devices, [own], memory, now, False, "room", busy)
     assert room.gpus[1].holdings[0].utilization == 37
     assert "37% busy" in str(reading.table(room))

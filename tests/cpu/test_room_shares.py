@@ -9,6 +9,7 @@ processes, the room's test seam for the GPUs) all get a share that fits.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -216,6 +217,46 @@ def test_what_is_held_is_measured_per_process_its_children_included() -> None:
         held = shares.held_on(GPU.uuid, [lease], memory)
         assert held.holders == {lease.key: 5 * GiB - 2 * CONTEXT_RESERVE}
         assert held.outside == 7 * GiB
+    finally:
+        child.communicate(b"")
+
+
+def test_the_reading_walks_up_to_the_nearest_kernel_and_reads_only_named_workers_accounts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every kernel reads the machine each second: a GPU process's parents are walked only up to
+    the nearest kernel a lease names, and an account is read only for a process a lease names
+    among its workers, where reading the whole ancestry and every account gave the same caps."""
+    from gpudask_jupyter.machine import processes
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        walked: list[int] = []
+        accounts: list[int] = []
+        parent_of, owner_uid = processes.parent_of, processes.owner_uid
+        monkeypatch.setattr(processes, "parent_of", lambda p: walked.append(p) or parent_of(p))
+        monkeypatch.setattr(processes, "owner_uid", lambda p: accounts.append(p) or owner_uid(p))
+        stranger = dataclasses.replace(_lease(os.getpid() + 10**7), workers=[child.pid])
+        mine = _lease(os.getpid())
+        gpu = {GPU.uuid: holding.GpuMemory(GPU.uuid, GPU.memory_total, 3 * GiB, {child.pid: GiB})}
+
+        lineage = measure.traced(gpu, [mine, stranger])[GPU.uuid].lineage[child.pid]
+        assert lineage.ancestors == (child.pid, os.getpid())  # stopped at this kernel
+        assert walked == [child.pid] and accounts == [child.pid]  # named by the stranger's lease
+        # the stranger names a process below another holder's kernel: it is that kernel's
+        held = shares.held_on(GPU.uuid, [mine, stranger], measure.traced(gpu, [mine, stranger]))
+        assert held.holders == {mine.key: GiB - CONTEXT_RESERVE, stranger.key: 0}
+
+        walked.clear()
+        accounts.clear()
+        lineage = measure.traced(gpu, [mine])[GPU.uuid].lineage[child.pid]
+        assert (lineage.uid, accounts) == (None, [])  # named by nobody: no account read
+        lineage = measure.traced(gpu, [])[GPU.uuid].lineage[child.pid]
+        assert lineage.ancestors == (child.pid,)  # no kernel to find: no walk
+        full = measure.traced(gpu)[GPU.uuid].lineage[child.pid]  # the whole machine's view
+        assert full.ancestors[:2] == (child.pid, os.getpid()) and full.uid == os.getuid()
     finally:
         child.communicate(b"")
 

@@ -197,7 +197,7 @@ class Holder:
         (:mod:`.measure`), computed by its holder (which counts ``own_held`` for itself); and
         whether its hold is above the level on one of them (:func:`.shares.above_level`)."""
         leases = self.room_dir().leases()
-        memory = measure.read(room_devices())
+        memory = measure.read(room_devices(), leases)
         return shares.standing(lease, leases, memory, own_held, margin=HELD_CHANGE)
 
     def current_share(self) -> int | None:
@@ -352,7 +352,7 @@ class Holder:
                 leases = [lease for lease in directory.leases() if lease.pid != os.getpid()]
                 _within_kernel_limit(leases)
                 if elastic():
-                    memory = measure.read(pool)
+                    memory = measure.read(pool, leases)
                     chosen = shares.choose_elastic(
                         pool, leases, count, memory, named=bool(named), uid=os.getuid()
                     )

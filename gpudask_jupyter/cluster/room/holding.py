@@ -34,9 +34,10 @@ from .placement import CONTEXT_RESERVE, CONTEXTS_PER_HOLDER
 
 @dataclass(frozen=True)
 class Lineage:
-    """One process as the machine showed it: itself and its ancestors, nearest first (up to
-    :data:`.measure.MAX_DEPTH`, or to the first process the reader could not see), and the
-    account that owns it (None: gone, or not shown)."""
+    """One process as the machine showed it: itself and its ancestors, nearest first, up to the
+    nearest holder's kernel (or :data:`.measure.MAX_DEPTH`, or the first process the reader could
+    not see), and the account that owns it where that decides anything: a pid a lease names
+    among its workers (None: not read, gone, or not shown)."""
 
     ancestors: tuple[int, ...]
     uid: int | None

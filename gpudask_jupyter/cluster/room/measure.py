@@ -1,7 +1,10 @@
 """What the machine shows of the room's GPUs, read: the memory in use, per process and on the whole
 GPU (NVML), and each GPU process's lineage (its ancestors and account, from the process table),
 as the typed reading :mod:`.holding` computes holdings from. A holder's processes are found by
-walking each GPU process's parents, not by reading the whole process table.
+walking each GPU process's parents up to the nearest kernel the leases name, not by reading the
+whole process table; an account is read only for the pids a lease names among its workers, the
+only processes whose account decides whose they are. Each look of every kernel reads this, so
+it reads no more of the table than the leases present need.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import replace
 
 from ...machine import nvml, processes
 from .holding import GpuMemory, Lineage
+from .leases import Lease
 
 log = logging.getLogger(__name__)
 
@@ -24,12 +28,12 @@ TEST_MEMORY = "GPUDASK_ROOM_TEST_MEMORY"
 MAX_DEPTH = 32
 
 
-def read(devices: Sequence[nvml.Device]) -> dict[str, GpuMemory]:
-    """The memory of ``devices`` now, by uuid, with the lineage of each process on them: NVML's
-    figures, or the test seam's."""
+def read(devices: Sequence[nvml.Device], leases: Sequence[Lease]) -> dict[str, GpuMemory]:
+    """The memory of ``devices`` now, by uuid, with the lineage of each process on them as far as
+    ``leases`` (those of the room now) need it: NVML's figures, or the test seam's."""
     seam = os.environ.get(TEST_MEMORY)
     if seam:
-        return _from_seam(seam, devices)
+        return _from_seam(seam, devices, leases)
     samples = {s.uuid: s for s in nvml.sample()}
     per_process: dict[str, dict[int, int]] = {d.uuid: {} for d in devices}
     for process in nvml.processes():
@@ -43,10 +47,12 @@ def read(devices: Sequence[nvml.Device]) -> dict[str, GpuMemory]:
         out[device.uuid] = GpuMemory(
             device.uuid, device.memory_total, used, per_process[device.uuid]
         )
-    return traced(out)
+    return traced(out, leases)
 
 
-def _from_seam(path: str, devices: Sequence[nvml.Device]) -> dict[str, GpuMemory]:
+def _from_seam(
+    path: str, devices: Sequence[nvml.Device], leases: Sequence[Lease]
+) -> dict[str, GpuMemory]:
     try:
         with open(path, encoding="utf-8") as handle:
             raw = json.load(handle)
@@ -59,34 +65,45 @@ def _from_seam(path: str, devices: Sequence[nvml.Device]) -> dict[str, GpuMemory
         held = {int(pid): int(size) for pid, size in mine.get("processes", {}).items()}
         used = mine.get("used", sum(held.values()))
         out[device.uuid] = GpuMemory(device.uuid, device.memory_total, int(used), held)
-    return traced(out)
+    return traced(out, leases)
 
 
-def lineage_of(pids: Iterable[int]) -> dict[int, Lineage]:
-    """Each of ``pids`` as the process table shows it now: its ancestors, nearest first (itself
-    included, up to :data:`MAX_DEPTH` or init), and its account."""
+def lineage_of(pids: Iterable[int], leases: Sequence[Lease] | None = None) -> dict[int, Lineage]:
+    """Each of ``pids`` as the process table shows it now: itself and its ancestors, nearest
+    first, up to the nearest kernel of ``leases`` (or :data:`MAX_DEPTH`, or init); its account
+    where a lease names it among its workers. Without ``leases``, every pid's whole ancestry and
+    account (a view of the whole machine, as a test's model of it reads it)."""
+    kernels = {x.kernel_pid for x in leases if x.kernel_pid > 0} if leases is not None else None
+    named = (
+        {w for x in leases if x.local is None for w in x.workers} if leases is not None else None
+    )
+    depth = MAX_DEPTH if kernels is None or kernels else 1  # no kernel to find: the pid alone
     out = {}
     for pid in set(pids):
         chain: list[int] = []
         current: int | None = pid
-        for _ in range(MAX_DEPTH):
+        for _ in range(depth):
             if current is None:
                 break
             chain.append(current)
-            if current <= 1:
+            if current <= 1 or (kernels is not None and current in kernels):
                 break
             current = processes.parent_of(current)
-        out[pid] = Lineage(tuple(chain), processes.owner_uid(pid))
+        uid = processes.owner_uid(pid) if named is None or pid in named else None
+        out[pid] = Lineage(tuple(chain), uid)
     return out
 
 
 def traced(
-    memory: Mapping[str, GpuMemory], also: Mapping[str, Iterable[int]] | None = None
+    memory: Mapping[str, GpuMemory],
+    leases: Sequence[Lease] | None = None,
+    also: Mapping[str, Iterable[int]] | None = None,
 ) -> dict[str, GpuMemory]:
     """``memory`` with the lineage of each GPU's processes (and of the pids ``also`` names for
-    it, by uuid) read from the process table now."""
+    it, by uuid) read from the process table now, as far as ``leases`` need it
+    (:func:`lineage_of`)."""
     out = {}
     for uuid, gpu in memory.items():
         pids = [p for p in (*gpu.processes, *(also or {}).get(uuid, ())) if p not in gpu.lineage]
-        out[uuid] = replace(gpu, lineage={**gpu.lineage, **lineage_of(pids)})
+        out[uuid] = replace(gpu, lineage={**gpu.lineage, **lineage_of(pids, leases)})
     return out

@@ -101,10 +101,11 @@ def read(now: float | None = None) -> Room:
     busy_pids: dict[str, list[int]] = {}
     for uuid, pid in utilization:
         busy_pids.setdefault(uuid, []).append(pid)
+    present = directory.leases()
     room = build(
         devices,
-        directory.leases(),
-        measure.traced(measure.read(devices), busy_pids),
+        present,
+        measure.traced(measure.read(devices, present), present, busy_pids),
         time.time() if now is None else now,
         names,
         str(directory.path),
