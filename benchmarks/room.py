@@ -23,7 +23,7 @@ room; peak memory per GPU against its capacity (NVML, sampled); and what was lef
 
 ``--greedy``: one student starts with ``--rmm-pool-size 0.9``. ``--oversize``: one student's
 frame is larger than its share. Either must fail with the share error, alone. ``--cpu`` (automatic
-without a GPU) places the kernels on the room's test-seam GPUs (``--seam``, e.g. ``2:16GiB``).
+without a GPU) places the kernels on the tests' stand-in GPUs (``--seam``, e.g. ``2:16GiB``).
 The exit status is 1 when a student failed for a reason other than the share error, when a
 greedy or oversize student did not get it, or when anything was left behind, in any run.
 """
@@ -44,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 SHARE_ERROR = "your share of GPU"
+#: the tests' stand-in GPUs (the room-reader option names them), for --cpu
+STAND_INS = Path(__file__).resolve().parents[1] / "tests" / "stand_ins"
 ROWS = 200_000
 
 
@@ -221,9 +223,15 @@ def _room(args: argparse.Namespace, cpu: bool, run: int) -> tuple[dict[str, Any]
         "DASK_GPUDASK__ROOM_GPUS": "1",
     }
     os.environ["DASK_GPUDASK__ROOM_DIR"] = str(room_dir)
-    if cpu:
-        env["GPUDASK_ROOM_TEST_GPUS"] = args.seam
-        os.environ["GPUDASK_ROOM_TEST_GPUS"] = args.seam
+    if cpu:  # the tests' stand-in GPUs, for the kernels and for this process's readings
+        seam = {
+            "DASK_GPUDASK__ROOM_READER": "room_gpus:reader",
+            "GPUDASK_ROOM_TEST_GPUS": args.seam,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(STAND_INS), env.get("PYTHONPATH")])),
+        }
+        env.update(seam)
+        os.environ.update(seam)
+        sys.path.insert(0, str(STAND_INS))
     frame = parse_bytes(args.frame)
     shm_before = _shm()
     peaks = GpuPeaks()

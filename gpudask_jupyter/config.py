@@ -44,6 +44,15 @@ def _positive_int(value: Any) -> int:
     return number
 
 
+def _reader(value: Any) -> str:
+    """``nvml``, or an importable ``module:attribute``."""
+    text = str(value).strip()
+    module, colon, attribute = text.partition(":")
+    if text != "nvml" and not (colon and module and attribute.isidentifier()):
+        raise ValueError(f"expected nvml or module:attribute, not {value!r}")
+    return text
+
+
 def _gpu_time(value: Any) -> str:
     """One of the GPU-time sources' choices (:data:`.gpu_time.facts.CHOICES`)."""
     text = str(value).strip().lower()
@@ -268,6 +277,16 @@ OPTIONS: dict[str, Option] = {
             _names,
             "Who sees other holders' names in `%gpu_cluster room` and the room views: `none` "
             "(everybody sees counts), `all`, or the instructors' user names, comma-separated.",
+        ),
+        Option(
+            "room-reader",
+            "nvml",
+            _reader,
+            "Where the room reads the GPUs it places students on and the memory each process "
+            "holds there: `nvml`, or `module:attribute`, an object with `devices()` and "
+            "`memory(devices)` as `gpudask_jupyter.cluster.room.measure.Reader` describes (a "
+            "site's own inventory, or stand-in GPUs on a machine without any). Every kernel of "
+            "the room must use the same one.",
         ),
         Option(
             "gpu-time",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import DaskProcesses, kernel_factory
+from support import DaskProcesses, kernel_factory, use_stand_in_room
 
 
 def _gpu_unavailable() -> str | None:
@@ -176,7 +176,7 @@ def room_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A shared machine with a room: two 16 GiB GPUs through the room's test seam, planned for
     four students, leases in a fresh directory (returned)."""
     room = tmp_path / "room"
-    monkeypatch.setenv("GPUDASK_ROOM_TEST_GPUS", "2:16GiB")
+    use_stand_in_room(monkeypatch, "2:16GiB")
     monkeypatch.setenv("DASK_GPUDASK__ROOM_DIR", str(room))
     monkeypatch.setenv("DASK_GPUDASK__SHARED_MACHINE", "true")
     monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "4")

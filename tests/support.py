@@ -166,6 +166,40 @@ class DaskProcesses:
                 proc.kill()
 
 
+#: the room's stand-in GPUs (stand_ins/room_gpus.py), as the room-reader option names them
+STAND_INS = Path(__file__).parent / "stand_ins"
+ROOM_READER = "room_gpus:reader"
+
+
+def stand_in_room(
+    gpus: str, memory: Path | str | None = None, path: str | None = None
+) -> dict[str, str]:
+    """What a process's environment needs for the room to read ``gpus`` (``N:SIZE``) stand-in
+    GPUs, their memory from the JSON file ``memory`` (None: NVML's, which shows nothing here):
+    the room-reader option, the stand-in's variables, and its folder before ``path`` (by
+    default this process's module path) on the module path."""
+    path = os.environ.get("PYTHONPATH") if path is None else path
+    env = {
+        "DASK_GPUDASK__ROOM_READER": ROOM_READER,
+        "GPUDASK_ROOM_TEST_GPUS": gpus,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(STAND_INS), path) if p),
+    }
+    if memory is not None:
+        env["GPUDASK_ROOM_TEST_MEMORY"] = str(memory)
+    return env
+
+
+def use_stand_in_room(monkeypatch: Any, gpus: str, memory: Path | str | None = None) -> None:
+    """The room's stand-in GPUs (:func:`stand_in_room`) for this process and those it starts."""
+    import dask.config
+
+    for name, value in stand_in_room(gpus, memory).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.syspath_prepend(str(STAND_INS))
+    # dask read the environment's options when it was imported
+    monkeypatch.setitem(dask.config.config.setdefault("gpudask", {}), "room-reader", ROOM_READER)
+
+
 def write_tls_files(folder: Path) -> dict[str, str]:
     """A self-signed key and certificate as files, as an administrator would hand them out."""
     from distributed import Security

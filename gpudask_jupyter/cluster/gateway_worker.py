@@ -27,7 +27,8 @@ from .room import holder
 #: where the GPUs' lock files are (the administrator makes it: install -d -m 1777 -o root DIR)
 LOCKS = "GPUDASK_GATEWAY_GPU_LOCKS"
 DEFAULT_LOCKS = "/tmp/gpudask-gateway-gpus"
-#: a test seam: the command run instead of ``dask cuda worker`` (whitespace-separated)
+#: the command run once the GPU is held, instead of ``dask cuda worker`` (whitespace-separated:
+#: a site's wrapper, a worker of another environment)
 WORKER = "GPUDASK_GATEWAY_WORKER_COMMAND"
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from lab_support import ARTIFACTS, Lab
+from support import stand_in_room
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -156,7 +157,7 @@ def room_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Pa
     base = tmp_path_factory.mktemp("room")
     room = base / "room"
     env = {
-        "GPUDASK_ROOM_TEST_GPUS": "2:16GiB",
+        **stand_in_room("2:16GiB"),
         "DASK_GPUDASK__ROOM_DIR": str(room),
         "DASK_GPUDASK__SHARED_MACHINE": "true",
         "DASK_GPUDASK__ROOM_GPUS": "1",  # the tests' conftest turns the room off

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from gateway_server import GatewayServer, gateway_server
 from IPython.core.error import UsageError
-from support import free_port, this_kernel, this_view
+from support import free_port, stand_in_room, this_kernel, this_view, use_stand_in_room
 from support import run_cell as run
 
 from gpudask_jupyter import registry
@@ -221,7 +221,7 @@ def test_no_address_at_all_says_where_one_comes_from(
 GPU_WORKERS = """
 c.ClusterConfig.worker_cmd = [sys.executable, "-m", "gpudask_jupyter.cluster.gateway_worker"]
 c.ClusterConfig.environment = {{
-    "GPUDASK_ROOM_TEST_GPUS": "2:16GiB",
+    **{seam!r},
     "GPUDASK_GATEWAY_GPU_LOCKS": "{locks}",
     "GPUDASK_GATEWAY_WORKER_COMMAND": sys.executable + " -m distributed.cli.dask_worker",
 }}
@@ -238,7 +238,9 @@ def test_gateway_workers_each_take_a_gpu_of_their_own(
     locks = tmp_path / "locks"
     locks.mkdir()
     (tmp_path / "gw").mkdir()
-    with gateway_server(tmp_path / "gw", GPU_WORKERS.format(locks=locks)) as server:
+    with gateway_server(
+        tmp_path / "gw", GPU_WORKERS.format(locks=locks, seam=stand_in_room("2:16GiB"))
+    ) as server:
         client = shell.run_line_magic(
             "gpu_cluster", f"start --gateway {server.address} --n-workers 2"
         )
@@ -253,7 +255,7 @@ def test_gateway_workers_each_take_a_gpu_of_their_own(
 def test_a_gpu_worker_finds_every_gpu_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gpudask_jupyter.cluster import gateway_worker
 
-    monkeypatch.setenv("GPUDASK_ROOM_TEST_GPUS", "2:16GiB")
+    use_stand_in_room(monkeypatch, "2:16GiB")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     first = gateway_worker.take_gpu(tmp_path)
     second = gateway_worker.take_gpu(tmp_path)

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from support import use_stand_in_room
 
 from gpudask_jupyter.cluster.room import caps, holder
 from gpudask_jupyter.cluster.room.leases import RoomDir
@@ -15,7 +16,7 @@ from gpudask_jupyter.cluster.room.leases import RoomDir
 @pytest.fixture
 def seam(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two 16 GiB test GPUs, a plan of four students; the kernel's own GPU choice kept."""
-    monkeypatch.setenv(holder.TEST_GPUS, "2:16GiB")
+    use_stand_in_room(monkeypatch, "2:16GiB")
     monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "4")
     monkeypatch.setenv("DASK_GPUDASK__ROOM_GPUS", "1")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES", ""))
@@ -38,3 +39,40 @@ def test_a_kernel_cap_of_its_own_leaves_this_kernels_alone() -> None:
     mine = caps.KernelCap()
     assert mine.cap() is None and mine.held() == 0 and not mine.give_back()
     assert caps.this_process.cap() is caps.this_process.cap()  # the module's are this kernel's
+
+
+def test_the_room_reads_the_gpus_its_reader_option_names() -> None:
+    """NVML's GPUs by default (none here); another reader by ``module:attribute``; a reader that
+    cannot be imported is a sentence naming the option, and a value of another form is refused
+    where the option is read."""
+    import dask.config
+
+    from gpudask_jupyter import config
+    from gpudask_jupyter.errors import ClusterError
+    from gpudask_jupyter.machine import nvml
+
+    assert holder.room_devices() == nvml.devices() == []
+    with (
+        dask.config.set({"gpudask.room-reader": "room_gpus:reader"}),
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setenv("GPUDASK_ROOM_TEST_GPUS", "3:8GiB")
+        patch.syspath_prepend(str(Path(__file__).parents[1] / "stand_ins"))
+        assert [(d.index, d.memory_total) for d in holder.room_devices()] == [
+            (i, 8 * 2**30) for i in range(3)
+        ]
+    with (
+        dask.config.set({"gpudask.room-reader": "no_such_module:reader"}),
+        pytest.raises(
+            ClusterError,
+            match=r"^The room-reader option names 'no_such_module:reader', "
+            r"which cannot be imported \(ModuleNotFoundError: ",
+        ),
+    ):
+        holder.room_devices()
+    for wrong in ("nvml2", "module", "module:", ":reader", "module:not an attribute"):
+        with (
+            dask.config.set({"gpudask.room-reader": wrong}),
+            pytest.raises(ValueError, match=wrong),
+        ):
+            config.get("room-reader")

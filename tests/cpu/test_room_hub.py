@@ -41,6 +41,7 @@ from hub import ROOT, kernel_in, running_hub
 from local_user import users
 from room_locks import StandIn
 from support import run_cell as run
+from support import stand_in_room
 
 from gpudask_jupyter.cluster.room import leases
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
@@ -213,8 +214,7 @@ def test_the_hubs_attacks_cost_the_honest_students_nothing(
                     os.chmod(folder, 0o700)
             environment = {
                 "PATH": f"{shared_python.parent}:/usr/bin:/bin",
-                "GPUDASK_ROOM_TEST_GPUS": "2:16GiB",
-                "GPUDASK_ROOM_TEST_MEMORY": str(room.memory),
+                **stand_in_room("2:16GiB", room.memory, path=""),
                 "DASK_GPUDASK__ROOM_DIR": str(room.path),
                 "DASK_GPUDASK__SHARED_MACHINE": "true",
                 "DASK_GPUDASK__ROOM_STUDENTS": "0",

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from room_locks import write_held
+from support import STAND_INS, stand_in_room
 
 from gpudask_jupyter.cluster.room import caps, leases, placement, proof
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
@@ -285,7 +286,8 @@ def test_worker_caps_hold_the_workers_half_and_refuse_a_larger_pool() -> None:
 def _take(
     room_dir: str, ready: object, go: multiprocessing.synchronize.Event, done: object, stay: object
 ) -> None:
-    os.environ["GPUDASK_ROOM_TEST_GPUS"] = "4:16GiB"
+    os.environ.update(stand_in_room("4:16GiB"))  # before dask reads the environment
+    sys.path.insert(0, str(STAND_INS))
     os.environ["DASK_GPUDASK__ROOM_DIR"] = room_dir
     os.environ["DASK_GPUDASK__ROOM_STUDENTS"] = "12"
     from gpudask_jupyter.cluster.room import holder

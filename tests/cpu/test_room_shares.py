@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import stand_in_room
 
 from gpudask_jupyter.cluster.room import holding, measure, shares
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
@@ -298,7 +299,7 @@ def test_thirty_kernels_arriving_at_once_all_get_a_share_that_fits(
     caps every holder computes from what the machine shows fit each GPU. They are of one
     account (as on a server where the whole class shares one), so room-kernels is lifted."""
     room = tmp_path / "room"
-    env = {**os.environ, "GPUDASK_ROOM_TEST_GPUS": "2:64GiB"}
+    env = {**os.environ, **stand_in_room("2:64GiB")}
     for _ in range(30):
         students.append(
             subprocess.Popen(
@@ -337,7 +338,7 @@ def _take_one(room: Path, limit: int, students: list[Any]) -> dict[str, Any]:
         [sys.executable, "-c", TAKE, str(room), str(limit)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env={**os.environ, "GPUDASK_ROOM_TEST_GPUS": "1:64GiB"},
+        env={**os.environ, **stand_in_room("1:64GiB")},
     )
     students.append(process)
     assert process.stdout.readline().strip() == b"ready"

@@ -29,7 +29,7 @@ import pytest
 from local_user import as_student, users
 from room_locks import StandIn
 from support import run_cell as run
-from support import wait_until
+from support import use_stand_in_room, wait_until
 
 from gpudask_jupyter import registry
 from gpudask_jupyter.cluster.room import leases
@@ -47,11 +47,10 @@ SHARE = "from gpudask_jupyter.cluster.room import holder\n"
 def elastic(room_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The room an instructor who set nothing leaves, on one seam GPU of 140 GiB; returns the
     seam's memory file (what NVML shows), empty until a test writes it."""
-    monkeypatch.setenv("GPUDASK_ROOM_TEST_GPUS", "1:140GiB")
     monkeypatch.setenv("DASK_GPUDASK__ROOM_STUDENTS", "0")
     memory = tmp_path / "nvml.json"
     memory.write_text("{}")
-    monkeypatch.setenv("GPUDASK_ROOM_TEST_MEMORY", str(memory))
+    use_stand_in_room(monkeypatch, "1:140GiB", memory)
     return memory
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import dask.config
 import pytest
 from room_locks import StandIn, write_held
+from support import use_stand_in_room
 
 from gpudask_jupyter.cluster.room import frame_part, holder, holding, measure, reading
 from gpudask_jupyter.cluster.room.leases import Lease, RoomDir, Share
@@ -43,7 +44,7 @@ ALICE, BOB = 4_242_001, 4_242_002
 def room(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RoomDir]:
     """A shared machine with two 16 GiB GPUs (the test seam), planned for four students (the
     shares the leases name are the ones shown), and an empty room directory."""
-    monkeypatch.setenv(holder.TEST_GPUS, "2:16GiB")
+    use_stand_in_room(monkeypatch, "2:16GiB")
     directory = RoomDir(tmp_path / "room")
     assert directory.prepare(), directory.problem
     options = {
@@ -305,7 +306,7 @@ def test_a_room_that_cannot_be_read_is_said_in_a_sentence(
     room: RoomDir, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     write_lease(room, os.getpid(), kernel_id(), gpu=0, share=GiB)
-    monkeypatch.setenv(holder.TEST_GPUS, "two:16GiB")  # an inventory the room cannot read
+    monkeypatch.setenv("GPUDASK_ROOM_TEST_GPUS", "two:16GiB")  # an inventory the room cannot read
     caplog.set_level(logging.DEBUG, logger="gpudask_jupyter.monitor.room_watch")
     frame = kernel_frame()
     assert frame["room"] is None
@@ -349,7 +350,7 @@ def test_elastic_shares_are_shown_as_the_machine_measures_them(
     write_lease(room, other_process, "k-greedy", gpu=0, share=16 * GiB, elastic=True)
     seam = tmp_path / "memory.json"
     seam.write_text(json.dumps({device.uuid: {"processes": {str(other_process.pid): 10 * GiB}}}))
-    monkeypatch.setenv(measure.TEST_MEMORY, str(seam))
+    monkeypatch.setenv("GPUDASK_ROOM_TEST_MEMORY", str(seam))
     with dask.config.set({"gpudask.room-students": 0}):
         gpu = kernel_frame()["room"]["gpus"][0]
     shares = {h["who"]: h["share"] for h in gpu["shown"]}

@@ -39,7 +39,7 @@ GRAB = (
 
 @pytest.fixture
 def kernels(runtime_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.delenv("GPUDASK_ROOM_TEST_GPUS", raising=False)
+    monkeypatch.delenv("DASK_GPUDASK__ROOM_READER", raising=False)  # the GPUs NVML shows
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setenv("DASK_GPUDASK__ROOM_DIR", str(tmp_path / "room"))
     monkeypatch.setenv("DASK_GPUDASK__SHARED_MACHINE", "true")

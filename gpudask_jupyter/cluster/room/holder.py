@@ -29,7 +29,7 @@ from ...lifecycle import undertaker
 from ...lifecycle.periodic import Periodic
 from ...machine import nvml, processes
 from ...registry.kernel_id import kernel_id
-from ...text.units import format_bytes, parse_bytes
+from ...text.units import format_bytes
 from . import caps, measure, placement, proof, shares
 from .leases import Lease, RoomDir, Share
 
@@ -37,8 +37,6 @@ log = logging.getLogger(__name__)
 
 #: seconds between two rewrites of the lease for activity alone
 ACTIVE_EVERY = 30.0
-#: a test seam for CPU machines: ``N:SIZE`` GPUs the room places on instead of NVML's
-TEST_GPUS = "GPUDASK_ROOM_TEST_GPUS"
 
 #: seconds between two looks at the room for this kernel's elastic share
 FOLLOW_EVERY = 1.0
@@ -66,17 +64,8 @@ def share_now(lease: Lease) -> int:
 
 
 def room_devices() -> list[nvml.Device]:
-    """The GPUs the room places on: NVML's, or the test seam's on a machine without GPUs."""
-    seam = os.environ.get(TEST_GPUS)
-    if seam:
-        count, _, size = seam.partition(":")
-        return [
-            nvml.Device(
-                i, f"GPU-00000000-0000-0000-0000-{i:012d}", "room test GPU", parse_bytes(size)
-            )
-            for i in range(int(count))
-        ]
-    return nvml.devices()
+    """The GPUs the room places on, as its reader (the ``room-reader`` option) lists them."""
+    return measure.reader().devices()
 
 
 def places_kernels(shared: bool) -> bool:

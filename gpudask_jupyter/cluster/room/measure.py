@@ -9,63 +9,78 @@ it reads no more of the table than the leases present need.
 
 from __future__ import annotations
 
-import json
+import importlib
 import logging
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Protocol
 
+from ... import config
+from ...errors import ClusterError
 from ...machine import nvml, processes
 from .holding import GpuMemory, Lineage
 from .leases import Lease
 
 log = logging.getLogger(__name__)
 
-#: a test seam for CPU machines: a JSON file ``{uuid: {"used": bytes, "processes": {pid:
-#: bytes}}}`` read instead of NVML for the room's test GPUs ("used" defaults to their sum)
-TEST_MEMORY = "GPUDASK_ROOM_TEST_MEMORY"
 #: parents walked up from a GPU process to find its holder's kernel
 MAX_DEPTH = 32
 
 
-def read(devices: Sequence[nvml.Device], leases: Sequence[Lease]) -> dict[str, GpuMemory]:
-    """The memory of ``devices`` now, by uuid, with the lineage of each process on them as far as
-    ``leases`` (those of the room now) need it: NVML's figures, or the test seam's."""
-    seam = os.environ.get(TEST_MEMORY)
-    if seam:
-        return _from_seam(seam, devices, leases)
-    samples = {s.uuid: s for s in nvml.sample()}
-    per_process: dict[str, dict[int, int]] = {d.uuid: {} for d in devices}
-    for process in nvml.processes():
-        if process.uuid in per_process:
-            mine = per_process[process.uuid]
-            mine[process.pid] = mine.get(process.pid, 0) + (process.memory_used or 0)
-    out = {}
-    for device in devices:
-        sample = samples.get(device.uuid)
-        used = sample.memory_used if sample is not None else None
-        out[device.uuid] = GpuMemory(
-            device.uuid, device.memory_total, used, per_process[device.uuid]
-        )
-    return traced(out, leases)
+class Reader(Protocol):
+    """Where the room reads the machine's GPUs: which there are, and the memory in use on each,
+    per process and in all (the lineages are read from the process table here)."""
+
+    def devices(self) -> list[nvml.Device]: ...
+
+    def memory(self, devices: Sequence[nvml.Device]) -> dict[str, GpuMemory]: ...
 
 
-def _from_seam(
-    path: str, devices: Sequence[nvml.Device], leases: Sequence[Lease]
-) -> dict[str, GpuMemory]:
+class NvmlReader:
+    """The GPUs as NVML shows them: the ``room-reader`` option's default."""
+
+    def devices(self) -> list[nvml.Device]:
+        return nvml.devices()
+
+    def memory(self, devices: Sequence[nvml.Device]) -> dict[str, GpuMemory]:
+        samples = {s.uuid: s for s in nvml.sample()}
+        per_process: dict[str, dict[int, int]] = {d.uuid: {} for d in devices}
+        for process in nvml.processes():
+            if process.uuid in per_process:
+                mine = per_process[process.uuid]
+                mine[process.pid] = mine.get(process.pid, 0) + (process.memory_used or 0)
+        out = {}
+        for device in devices:
+            sample = samples.get(device.uuid)
+            used = sample.memory_used if sample is not None else None
+            out[device.uuid] = GpuMemory(
+                device.uuid, device.memory_total, used, per_process[device.uuid]
+            )
+        return out
+
+
+def reader() -> Reader:
+    """The reader the ``room-reader`` option names: NVML's, or ``module:attribute`` imported
+    (a site's own inventory, or the stand-in GPUs of a machine without any). Resolved at each
+    call, so that the option can change; an import is made once per process by Python."""
+    name = str(config.get("room-reader"))
+    if name == "nvml":
+        return NvmlReader()
+    module, _, attribute = name.partition(":")
     try:
-        with open(path, encoding="utf-8") as handle:
-            raw = json.load(handle)
-    except (OSError, ValueError):
-        log.debug("room: the test seam's memory file %s cannot be read", path, exc_info=True)
-        raw = {}
-    out = {}
-    for device in devices:
-        mine = raw.get(device.uuid, {}) if isinstance(raw, dict) else {}
-        held = {int(pid): int(size) for pid, size in mine.get("processes", {}).items()}
-        used = mine.get("used", sum(held.values()))
-        out[device.uuid] = GpuMemory(device.uuid, device.memory_total, int(used), held)
-    return traced(out, leases)
+        found: Reader = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise ClusterError(
+            f"The room-reader option names {name!r}, which cannot be imported "
+            f"({type(err).__name__}: {err})."
+        ) from err
+    return found
+
+
+def read(devices: Sequence[nvml.Device], leases: Sequence[Lease]) -> dict[str, GpuMemory]:
+    """The memory of ``devices`` now, by uuid, from :func:`reader`, with the lineage of each
+    process on them as far as ``leases`` (those of the room now) need it."""
+    return traced(reader().memory(devices), leases)
 
 
 def lineage_of(pids: Iterable[int], leases: Sequence[Lease] | None = None) -> dict[int, Lineage]:

@@ -19,7 +19,6 @@ Only the functions below are called from outside the folder.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,10 +44,10 @@ def place(
         return None, devices, {}
     if devices:
         allowed = gpus.select(None, nvml.devices(), gpus.kernel_restriction())
-    elif os.environ.get(holder.TEST_GPUS):
-        allowed = holder.room_devices()  # a CPU cluster, placed on the seam's GPUs
-    else:
-        return None, devices, {}
+    else:  # a CPU cluster, placed on the GPUs the room's reader lists where it lists some
+        allowed = [] if nvml.status().available else holder.room_devices()
+        if not allowed:
+            return None, devices, {}
     named = devices if opts.gpus is not None else None
     held = holder.this_process.take(allowed, named, opts.n_workers if devices else None)
     if not devices:
@@ -110,12 +109,11 @@ def before_kernel_gpu_work(cap: bool = True) -> None:
     not started in it), then, with ``cap``, its cap."""
     lease = holder.this_process.current()
     if lease is None:
-        seam = bool(os.environ.get(holder.TEST_GPUS))
-        if not nvml.status().available and not seam:  # no GPU: nothing to place, nobody asked
+        found = nvml.devices() if nvml.status().available else holder.room_devices()
+        if not found:  # no GPU: nothing to place, nobody asked
             return
         if not holder.places_kernels(bool(shared_machine())):
             return
-        found = nvml.devices() if nvml.status().available else holder.room_devices()
         allowed = gpus.select(None, found, gpus.kernel_restriction())
         if not allowed:
             return

@@ -61,9 +61,7 @@ class WorkerShare:
         if not own:
             return False
         if importlib.util.find_spec("rmm") is None:
-            if (
-                availability.reason() is not None
-            ):  # a CPU worker (the room's test seam): nothing to cap
+            if availability.reason() is not None:  # a CPU worker (stand-in GPUs): nothing to cap
                 return False
             raise NoCap("RMM is not installed where the worker runs (the gpu extra brings it)")
         lease = own[0]
