@@ -3,6 +3,13 @@
 ``%load_ext gpudask_jupyter`` registers ``%gpu_cluster``, ``%%to_gpu`` and ``%%to_cpu``. Importing
 this package (or loading the extension) imports none of dask, distributed, pandas, NumPy, CuPy,
 cuDF or NVML: a notebook that only loads the extension pays nothing for what it does not use.
+
+The public surface is what this module names (:data:`__all__`): the extension's hooks,
+``to_gpu`` / ``to_cpu``, ``gpus`` / ``why_no_gpu``, the ``Panel`` widget, ``ClusterSession`` (the
+cluster a kernel runs, for Python code) and ``RoomReader`` (what the ``room-reader`` option
+names); besides it, the magics, the options (``%gpu_cluster config``), the server's routes and
+the commands the documentation gives (``python -m gpudask_jupyter.cluster.gateway_worker``).
+Every other module and name is the package's own and may change without notice.
 """
 
 from __future__ import annotations
@@ -13,14 +20,17 @@ from .magics.ipython_extension import load_ipython_extension, unload_ipython_ext
 
 __version__ = "0.1.0"
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension"]
-
 _LAZY = {
     "to_gpu": ("gpudask_jupyter.api", "to_gpu"),
     "to_cpu": ("gpudask_jupyter.api", "to_cpu"),
+    "gpus": ("gpudask_jupyter.api", "gpus"),
+    "why_no_gpu": ("gpudask_jupyter.api", "why_no_gpu"),
     "Panel": ("gpudask_jupyter.widget", "Panel"),
     "ClusterSession": ("gpudask_jupyter.cluster.session", "ClusterSession"),
+    "RoomReader": ("gpudask_jupyter.cluster.room.measure", "Reader"),
 }
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
@@ -48,7 +58,8 @@ def _tell_conversions_of_the_room() -> None:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    """The public surface (what a notebook's tab completion offers), not the modules."""
+    return sorted([*__all__, "__version__"])
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:

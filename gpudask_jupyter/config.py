@@ -284,7 +284,7 @@ OPTIONS: dict[str, Option] = {
             _reader,
             "Where the room reads the GPUs it places students on and the memory each process "
             "holds there: `nvml`, or `module:attribute`, an object with `devices()` and "
-            "`memory(devices)` as `gpudask_jupyter.cluster.room.measure.Reader` describes (a "
+            "`memory(devices)` as `gpudask_jupyter.RoomReader` describes (a "
             "site's own inventory, or stand-in GPUs on a machine without any). Every kernel of "
             "the room must use the same one.",
         ),

@@ -597,3 +597,66 @@ def test_the_core_check_finds_what_reads() -> None:
         "getuid()",
         "open()",
     ]
+
+
+# -- the public surface ---------------------------------------------------------------------------
+
+ROOT = PACKAGE.parent
+#: modules the documentation runs as commands (``python -m ...``): public by their name alone
+COMMANDS = {"gpudask_jupyter.cluster.gateway_worker"}
+PACKAGE_NAME = re.compile(r"\bgpudask_jupyter(?:\.[A-Za-z_]\w*)*")
+
+
+def _users_text() -> dict[str, str]:
+    """What users read and run: the notebooks' code cells, the README and the user guides."""
+    import json
+
+    texts = {}
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text())["cells"]
+        code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+        texts[notebook.name] = "\n".join(code)
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        texts[page.name] = page.read_text()
+    return texts
+
+
+def _beyond_the_surface(text: str, public: set[str]) -> list[str]:
+    """Names of the package in ``text`` that are neither its root, a public name of the root
+    nor a documented command."""
+    found = []
+    for match in PACKAGE_NAME.finditer(text):
+        name = match.group(0)
+        parts = name.split(".")
+        if name == "gpudask_jupyter" or name in COMMANDS or parts[1] in public:
+            continue
+        found.append(name)
+    return found
+
+
+def test_notebooks_and_guides_use_only_the_public_surface() -> None:
+    """What the root names (``__all__``) is the package's public surface, and ``dir()`` of the
+    root (a notebook's tab completion) offers exactly that; the notebooks and the guides reach
+    nothing else, so that a module's name can change without breaking what users were shown."""
+    import gpudask_jupyter
+
+    public = set(gpudask_jupyter.__all__)
+    assert dir(gpudask_jupyter) == sorted([*public, "__version__"])
+    for name in public:
+        assert getattr(gpudask_jupyter, name).__doc__, name
+    beyond = {
+        where: found
+        for where, text in _users_text().items()
+        if (found := _beyond_the_surface(text, public))
+    }
+    assert beyond == {}
+
+
+def test_the_surface_check_finds_internal_names() -> None:
+    text = (
+        "from gpudask_jupyter.machine import nvml\nimport gpudask_jupyter\n"
+        "gpudask_jupyter.to_gpu(x)\npython -m gpudask_jupyter.cluster.gateway_worker\n"
+        "see gpudask_jupyter.cluster.room.measure.Reader"
+    )
+    found = _beyond_the_surface(text, {"to_gpu"})
+    assert found == ["gpudask_jupyter.machine", "gpudask_jupyter.cluster.room.measure.Reader"]
