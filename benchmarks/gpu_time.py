@@ -92,11 +92,14 @@ def truth_runs(client: Any, source: str, runs: int) -> dict[str, list[tuple[floa
 
 
 def _without_plugin(client: Any) -> None:
-    import contextlib
-
+    """The plugin off the workers, where it is on (asking for one that is not there logs an
+    error in the scheduler)."""
     from gpudask_jupyter.gpu_time import worker_plugin
 
-    with contextlib.suppress(ValueError):
+    def registered(dask_scheduler: Any) -> bool:
+        return worker_plugin.NAME in dask_scheduler.worker_plugins
+
+    if client.run_on_scheduler(registered):
         client.unregister_worker_plugin(worker_plugin.NAME)
 
 

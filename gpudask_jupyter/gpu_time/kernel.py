@@ -33,13 +33,10 @@ def install(client: Any, timeout: float = INSTALL_WITHIN) -> bool:
     wanted = str(config.get("gpu-time"))
     if wanted == "off":
         return False
-    import cloudpickle
-
     # lazy: it imports distributed, which the kernel's own GPU time does not need
     from . import worker_plugin
 
-    # the plugin and what it calls travel with it: a worker elsewhere need not have the package
-    cloudpickle.register_pickle_by_value(_package())
+    ship_by_value()
     done: list[bool] = []
 
     def register() -> None:
@@ -57,10 +54,24 @@ def install(client: Any, timeout: float = INSTALL_WITHIN) -> bool:
     return bool(done)
 
 
-def _package() -> Any:
+def ship_by_value() -> None:
+    """Make what the kernel sends its workers and scheduler (the plugin, its ``flush``, the
+    scheduler's :func:`.readings.events_since`) travel by value, with what they call, so that a
+    worker or scheduler elsewhere need not have the package. distributed pickles an object with
+    cloudpickle only where the module that defines it is registered by its exact name
+    (``distributed.protocol.pickle.dumps``), and plain pickle sends the rest by reference:
+    registering the package alone sent the plugin by reference, which a worker without the
+    package cannot load. So each of those modules is registered, and the package for what they
+    reference."""
     import sys
 
-    return sys.modules[__name__.rsplit(".", 1)[0]]
+    import cloudpickle
+
+    # lazy: it imports distributed, which the kernel's own GPU time does not need
+    from . import worker_plugin
+
+    for module in (sys.modules[__name__.rsplit(".", 1)[0]], worker_plugin, readings):
+        cloudpickle.register_pickle_by_value(module)
 
 
 # -- the cells ---------------------------------------------------------------------------------
@@ -181,6 +192,7 @@ def _flushed_events(client: Any) -> list[tuple[float, dict[str, Any]]]:
     # lazy: it imports distributed, which the kernel's own GPU time does not need
     from . import worker_plugin
 
+    ship_by_value()
     token = uuid.uuid4().hex
     answered = client.run(worker_plugin.flush, token=token)
     measuring = sum(1 for said in answered.values() if said)

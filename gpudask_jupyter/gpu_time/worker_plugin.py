@@ -1,8 +1,9 @@
 """The worker plugin that measures each task's GPU time, memory peak and bus bytes.
 
 Installed by the kernel on every cluster it starts or joins, and on attached and gateway clusters
-where the scheduler lets it (:func:`.kernel.install`). Shipped by value: it and
-the modules it uses import nothing of the package, so a worker without the package runs it.
+where the scheduler lets it (:func:`.kernel.install`). Shipped by value
+(:func:`.kernel.ship_by_value`): it and the modules it uses import nothing of the package, so a
+worker without the package runs it.
 
 On the worker's event loop it notes each task's run as the task leaves ``executing`` (its compute
 interval, taken back to the worker's own clock), and opens and closes an RMM statistics window

@@ -169,6 +169,36 @@ def _unsent(dask_worker: Any) -> bool:
     )
 
 
+SEND = "import pickle, sys\nobj = pickle.loads(sys.stdin.buffer.read())\nprint(type(obj).__name__)"
+
+
+def test_what_the_kernel_sends_its_cluster_travels_by_value() -> None:
+    """The plugin, its flush and the scheduler's reading load where the package cannot be
+    imported (a worker or scheduler elsewhere), as distributed pickles them: registering the
+    package alone sent the plugin by reference."""
+    import subprocess
+    import sys
+
+    from distributed.protocol.pickle import dumps
+
+    from gpudask_jupyter.gpu_time import kernel
+
+    kernel.ship_by_value()
+    blocked = "import sys\nsys.modules['gpudask_jupyter'] = None\n"  # the import fails there
+    for sent, name in (
+        (worker_plugin.GpuTimePlugin("nvml"), "GpuTimePlugin"),
+        (worker_plugin.flush, "function"),
+        (readings.events_since, "function"),
+    ):
+        loaded = subprocess.run(
+            [sys.executable, "-c", blocked + SEND],
+            input=dumps(sent),
+            capture_output=True,
+            check=False,
+        )
+        assert (loaded.returncode, loaded.stdout.decode().strip()) == (0, name), loaded.stderr
+
+
 @pytest.mark.parametrize("measured_cluster", ["cupti", "nvml"], indirect=True)
 def test_each_prefixs_gpu_seconds_and_bytes_reach_the_metrics_and_the_events(
     measured_cluster: Any, request: pytest.FixtureRequest
