@@ -5,9 +5,10 @@ this package (or loading the extension) imports none of dask, distributed, panda
 cuDF or NVML: a notebook that only loads the extension pays nothing for what it does not use.
 
 The public surface is what this module names (:data:`__all__`): the extension's hooks,
-``to_gpu`` / ``to_cpu``, ``gpus`` / ``why_no_gpu``, the ``Panel`` widget, ``ClusterSession`` (the
-cluster a kernel runs, for Python code) and ``RoomReader`` (what the ``room-reader`` option
-names); besides it, the magics, the options (``%gpu_cluster config``), the server's routes and
+``to_gpu`` / ``to_cpu``, ``gpus`` / ``why_no_gpu`` (and ``Gpu``, what ``gpus`` lists), the
+``Panel`` widget, ``ClusterSession`` (the cluster a kernel runs, for Python code) and
+``RoomReader`` (what the ``room-reader`` option names, with ``GpuMemory``, what it returns);
+besides it, the magics, the options (``%gpu_cluster config``), the server's routes and
 the commands the documentation gives (``python -m gpudask_jupyter.cluster.gateway_worker``).
 Every other module and name is the package's own and may change without notice.
 """
@@ -27,7 +28,9 @@ _LAZY = {
     "why_no_gpu": ("gpudask_jupyter.api", "why_no_gpu"),
     "Panel": ("gpudask_jupyter.widget", "Panel"),
     "ClusterSession": ("gpudask_jupyter.cluster.session", "ClusterSession"),
+    "Gpu": ("gpudask_jupyter.api", "Gpu"),
     "RoomReader": ("gpudask_jupyter.cluster.room.measure", "Reader"),
+    "GpuMemory": ("gpudask_jupyter.cluster.room.holding", "GpuMemory"),
 }
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension", *_LAZY]

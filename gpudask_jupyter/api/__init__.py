@@ -9,6 +9,6 @@ other back.
 from __future__ import annotations
 
 from .conversions import to_cpu, to_gpu
-from .machine import gpus, why_no_gpu
+from .machine import Gpu, gpus, why_no_gpu
 
-__all__ = ["gpus", "to_cpu", "to_gpu", "why_no_gpu"]
+__all__ = ["Gpu", "gpus", "to_cpu", "to_gpu", "why_no_gpu"]

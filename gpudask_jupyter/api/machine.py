@@ -11,6 +11,7 @@ import importlib.util
 from ..machine import nvml
 from ..machine.availability import INSTALL
 
+#: one GPU (or MIG instance) as NVML shows it: index, UUID, name, memory in bytes
 Gpu = nvml.Device
 
 

@@ -28,12 +28,20 @@ MAX_DEPTH = 32
 
 
 class Reader(Protocol):
-    """Where the room reads the machine's GPUs: which there are, and the memory in use on each,
-    per process and in all (the lineages are read from the process table here)."""
+    """Where the room reads the machine's GPUs (``gpudask_jupyter.RoomReader``; the
+    ``room-reader`` option names one): which there are, and the memory in use on each. Every
+    kernel of the room reads it each second, so both answer at once from what is at hand."""
 
-    def devices(self) -> list[nvml.Device]: ...
+    def devices(self) -> list[nvml.Device]:
+        """The GPUs the room places students on (``gpudask_jupyter.Gpu``: index, UUID, name,
+        memory in bytes)."""
+        ...
 
-    def memory(self, devices: Sequence[nvml.Device]) -> dict[str, GpuMemory]: ...
+    def memory(self, devices: Sequence[nvml.Device]) -> dict[str, GpuMemory]:
+        """For each of ``devices``, by UUID, a ``gpudask_jupyter.GpuMemory``: its total, the
+        bytes in use on the whole GPU (None: unknown) and those each process holds there, by
+        pid (the room reads each process's ancestry itself)."""
+        ...
 
 
 class NvmlReader:
