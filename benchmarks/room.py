@@ -113,7 +113,7 @@ class Student:
         self.first_result: float | None = None
         self.outcome = "finished"
         self.said = ""
-        self.children: set[int] = set()
+        self.children: set[tuple[int, float]] = set()  # (pid, start time): a pid may be reused
         self.cells: list[str] = []  # what each cell said, for a student that surprised
         self.context: int | None = None  # the kernel's GPU memory after start: its context
 
@@ -136,7 +136,8 @@ class Student:
         import psutil
 
         try:
-            self.children |= {p.pid for p in psutil.Process(self.pid).children(recursive=True)}
+            found = psutil.Process(self.pid).children(recursive=True)
+            self.children |= {(p.pid, p.create_time()) for p in found}
         except psutil.Error:
             pass
 
@@ -144,6 +145,35 @@ class Student:
         self.kc.stop_channels()
         if self.km.is_alive():
             self.km.shutdown_kernel(now=False)
+
+
+#: seconds a kernel's processes (nannies, workers, the fork server, the undertaker) may take to
+#: end after its shutdown before they count as left behind
+LEFT_WITHIN = 30.0
+
+
+def _left(students: list[Student]) -> list[str]:
+    """The processes the students' kernels started that are still there :data:`LEFT_WITHIN`
+    seconds after their kernels' shutdown (waited for, not slept on), each as ``pid command``."""
+    import psutil
+
+    running = []
+    for student in students:
+        for pid, started in student.children:
+            try:
+                process = psutil.Process(pid)
+                if process.create_time() == started:  # not another process of the same pid
+                    running.append(process)
+            except psutil.Error:
+                continue
+    _, alive = psutil.wait_procs(running, timeout=LEFT_WITHIN)
+    left = []
+    for process in alive:
+        try:
+            left.append(f"{process.pid} {' '.join(process.cmdline())[:120]}")
+        except psutil.Error:
+            continue
+    return left
 
 
 class GpuPeaks(threading.Thread):
@@ -280,14 +310,8 @@ def _room(args: argparse.Namespace, cpu: bool, run: int) -> tuple[dict[str, Any]
     maker.join()
     for student in students:
         student.close()
-    time.sleep(2)
+    left_processes = _left([alone, *students])
     _accounts(arriving, False)
-
-    import psutil
-
-    left_processes = [
-        pid for s in [alone, *students] for pid in s.children if psutil.pid_exists(pid)
-    ]
     left_leases = list(room_dir.glob("*/*.lease.json")) if room_dir.exists() else []
     # registry entries and TLS folders; the kernels' Dask log folder stays on purpose
     left_files = [
@@ -324,6 +348,8 @@ def _room(args: argparse.Namespace, cpu: bool, run: int) -> tuple[dict[str, Any]
     figures["left: shared memory"] = len(left_shm)
     for i in failed:
         print(f"run {run}: student {i} failed: {students[i].said[-600:]}", file=sys.stderr)
+    for what in left_processes:
+        print(f"run {run}: left behind: {what}", file=sys.stderr)
     for i, what in special.items():
         if students[i].outcome != "share error":
             said = "\n".join(students[i].cells)[-3000:]
