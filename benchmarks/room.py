@@ -254,14 +254,12 @@ def _room(args: argparse.Namespace, cpu: bool, run: int) -> tuple[dict[str, Any]
     }
     os.environ["DASK_GPUDASK__ROOM_DIR"] = str(room_dir)
     if cpu:  # the tests' stand-in GPUs, for the kernels and for this process's readings
-        seam = {
-            "DASK_GPUDASK__ROOM_READER": "room_gpus:reader",
-            "GPUDASK_ROOM_TEST_GPUS": args.seam,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(STAND_INS), env.get("PYTHONPATH")])),
-        }
+        sys.path.insert(0, str(STAND_INS))
+        import room_gpus
+
+        seam = room_gpus.environment(args.seam, path=env.get("PYTHONPATH", ""))
         env.update(seam)
         os.environ.update(seam)
-        sys.path.insert(0, str(STAND_INS))
     frame = parse_bytes(args.frame)
     shm_before = _shm()
     peaks = GpuPeaks()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psutil
+from stand_ins import room_gpus
 
 from gpudask_jupyter import compat
 
@@ -166,27 +167,11 @@ class DaskProcesses:
                 proc.kill()
 
 
-#: the room's stand-in GPUs (stand_ins/room_gpus.py), as the room-reader option names them
-STAND_INS = Path(__file__).parent / "stand_ins"
-ROOM_READER = "room_gpus:reader"
-
-
-def stand_in_room(
-    gpus: str, memory: Path | str | None = None, path: str | None = None
-) -> dict[str, str]:
-    """What a process's environment needs for the room to read ``gpus`` (``N:SIZE``) stand-in
-    GPUs, their memory from the JSON file ``memory`` (None: NVML's, which shows nothing here):
-    the room-reader option, the stand-in's variables, and its folder before ``path`` (by
-    default this process's module path) on the module path."""
-    path = os.environ.get("PYTHONPATH") if path is None else path
-    env = {
-        "DASK_GPUDASK__ROOM_READER": ROOM_READER,
-        "GPUDASK_ROOM_TEST_GPUS": gpus,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(STAND_INS), path) if p),
-    }
-    if memory is not None:
-        env["GPUDASK_ROOM_TEST_MEMORY"] = str(memory)
-    return env
+#: the room's stand-in GPUs: their folder, as the room-reader option names them, and the
+#: environment a process needs to read them
+STAND_INS = room_gpus.FOLDER
+ROOM_READER = room_gpus.READER
+stand_in_room = room_gpus.environment
 
 
 def use_stand_in_room(monkeypatch: Any, gpus: str, memory: Path | str | None = None) -> None:

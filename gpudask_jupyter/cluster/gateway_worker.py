@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..machine import gpus, nvml
+from ..machine import gpus
 from .room import holder
 
 #: where the GPUs' lock files are (the administrator makes it: install -d -m 1777 -o root DIR)
@@ -35,7 +35,7 @@ WORKER = "GPUDASK_GATEWAY_WORKER_COMMAND"
 def _gpus() -> list[str]:
     """This machine's GPUs (MIG instances count as GPUs), by UUID, as this process may see
     them (``CUDA_VISIBLE_DEVICES`` set for the gateway is kept)."""
-    found = nvml.devices() if nvml.status().available else holder.room_devices()
+    found = holder.machine_gpus()
     return [d.uuid for d in gpus.select(None, found, gpus.kernel_restriction())]
 
 

@@ -1,6 +1,7 @@
 """Stand-in GPUs for the room on a machine without any: the ``room-reader`` option names
-``room_gpus:reader`` (``support.stand_in_room`` sets it, with this folder on the module path of
-the processes a test starts). Its GPUs and their memory come from two variables of the test's:
+``room_gpus:reader`` (:func:`environment` gives a process's environment all it needs: the
+option, this folder on the module path, and the two variables below). Its GPUs and their
+memory come from two variables of the test's:
 
 - ``GPUDASK_ROOM_TEST_GPUS``, ``N:SIZE``: N GPUs of SIZE each (unset: NVML's, as the product's
   own reader gives them, so a GPU machine's tests see its real GPUs);
@@ -17,6 +18,7 @@ import json
 import logging
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from gpudask_jupyter.cluster.room.holding import GpuMemory
 from gpudask_jupyter.cluster.room.measure import NvmlReader
@@ -25,7 +27,28 @@ from gpudask_jupyter.text.units import parse_bytes
 
 GPUS = "GPUDASK_ROOM_TEST_GPUS"
 MEMORY = "GPUDASK_ROOM_TEST_MEMORY"
+#: this folder, and the reader below as the room-reader option names it
+FOLDER = Path(__file__).resolve().parent
+READER = "room_gpus:reader"
 log = logging.getLogger(__name__)
+
+
+def environment(
+    gpus: str, memory: Path | str | None = None, path: str | None = None
+) -> dict[str, str]:
+    """What a process's environment needs for the room to read ``gpus`` (``N:SIZE``) stand-in
+    GPUs, their memory from the JSON file ``memory`` (None: NVML's, which shows nothing without
+    a GPU): the room-reader option, the variables, and this folder before ``path`` (by default
+    this process's ``PYTHONPATH``) on the module path."""
+    path = os.environ.get("PYTHONPATH") if path is None else path
+    env = {
+        "DASK_GPUDASK__ROOM_READER": READER,
+        GPUS: gpus,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(FOLDER), path) if p),
+    }
+    if memory is not None:
+        env[MEMORY] = str(memory)
+    return env
 
 
 class StandInGpus:

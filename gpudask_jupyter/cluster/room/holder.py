@@ -68,6 +68,12 @@ def room_devices() -> list[nvml.Device]:
     return measure.reader().devices()
 
 
+def machine_gpus() -> list[nvml.Device]:
+    """This machine's GPUs: NVML's where NVML works (what CUDA will compute on), else the
+    room reader's (a site's inventory, or the tests' stand-in GPUs on a machine without any)."""
+    return nvml.devices() if nvml.status().available else room_devices()
+
+
 def places_kernels(shared: bool) -> bool:
     """Whether this kernel's GPUs are placed: on a shared machine, unless ``room-gpus`` is 0."""
     return shared and int(config.get("room-gpus")) > 0

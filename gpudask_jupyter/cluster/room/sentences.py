@@ -109,7 +109,7 @@ def before_kernel_gpu_work(cap: bool = True) -> None:
     not started in it), then, with ``cap``, its cap."""
     lease = holder.this_process.current()
     if lease is None:
-        found = nvml.devices() if nvml.status().available else holder.room_devices()
+        found = holder.machine_gpus()
         if not found:  # no GPU: nothing to place, nobody asked
             return
         if not holder.places_kernels(bool(shared_machine())):
