@@ -9,6 +9,8 @@ against the truth, as ratios.
 
 Cost: notebook 04's pipeline (filter, new column, groupby with a shuffle, top 10) on a persisted
 cuDF frame, run without the plugin and with it (each source), alternating; the ratio of medians.
+With CUPTI, a third case traces as CUPTI does but drops the records before the join: the
+difference between the two is what the plugin's own work with the records costs.
 Where cuDF is not installed, a CuPy array pipeline of the same steps stands in, and says so.
 
 Each case is repeated ``--runs`` times (default 5): median and min–max.
@@ -101,6 +103,36 @@ def _without_plugin(client: Any) -> None:
 
     if client.run_on_scheduler(registered):
         client.unregister_worker_plugin(worker_plugin.NAME)
+
+
+def _records_dropped(worker: Any) -> Any:
+    """CUPTI tracing every kernel and copy and cupti-python handing each record to Python, and
+    nothing more: the records are counted and dropped before the join, which tells CUPTI's own
+    cost from what the plugin does with its records."""
+    from cupti import cupti  # type: ignore[import-not-found]
+
+    from gpudask_jupyter.gpu_time.sources import Choice, CuptiSource, Reading
+
+    class Dropped(CuptiSource):
+        count = 0
+
+        def read(self) -> Reading:
+            self._cupti.activity_flush_all(0)
+            with self._lock:
+                self.count += len(self._records)
+                self._records = []
+            return Reading(covered=time.time())
+
+    return Choice(Dropped(cupti), "CUPTI, records dropped before the join")
+
+
+def _records_seen(dask_worker: Any) -> int:
+    """The records the dropping source counted since it was last asked."""
+    from gpudask_jupyter.gpu_time import worker_plugin
+
+    source = dask_worker.plugins[worker_plugin.NAME].source
+    seen, source.count = source.count, 0
+    return int(seen)
 
 
 def pipeline_seconds(client: Any, events: Any) -> float:
@@ -207,17 +239,26 @@ def main() -> None:
         events = data.persist()
         wait(events)
         run_pipeline(client, events)  # warm
-        cases = ["off", *sources]
+        dropped = "cupti, records dropped"
+        cases = ["off", *sources, *([dropped] if "cupti" in sources else [])]
         times: dict[str, list[float]] = {c: [] for c in cases}
+        records: list[float] = []
         for _ in range(args.runs):
             for case in cases:
                 _without_plugin(client)
+                if case == dropped:
+                    plugin = worker_plugin.GpuTimePlugin("cupti", make_source=_records_dropped)
+                elif case != "off":
+                    plugin = worker_plugin.GpuTimePlugin(case)
                 if case != "off":
-                    client.register_plugin(
-                        worker_plugin.GpuTimePlugin(case), name=worker_plugin.NAME
-                    )
+                    client.register_plugin(plugin, name=worker_plugin.NAME)
                 times[case].append(run_pipeline(client, events))
+                if case == dropped:
+                    client.run(worker_plugin.flush)
+                    records.append(sum(client.run(_records_seen).values()))
         print(f"\n{what}, {args.rows:,} rows, 32 partitions, {args.runs} runs each")
+        if records:
+            print(f"CUPTI records (kernels and copies) per run: {_spread(records)}")
         print("| plugin | seconds | against no plugin |")
         print("| --- | --- | --- |")
         base = statistics.median(times["off"])

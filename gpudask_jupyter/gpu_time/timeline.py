@@ -15,11 +15,15 @@ counted there, never moved to the next task.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Floats = NDArray[np.float64]
 
 Direction = Literal["htod", "dtoh"]
 
@@ -94,31 +98,55 @@ def union(intervals: Iterable[Busy]) -> list[Busy]:
 def attribute(
     tasks: Sequence[TaskRun], busy: Iterable[Busy], copies: Iterable[Copy] = ()
 ) -> Attributed:
-    """Each task's GPU seconds and copies (see the module's docstring for the rule)."""
+    """Each task's GPU seconds and copies (see the module's docstring for the rule).
+
+    Runs once a second on each worker's event loop, over every kernel CUPTI saw in that second
+    (tens of thousands for a pipeline of small cuDF kernels), so it is a sweep, not a search:
+    the tasks' starts and stops cut time into segments, each with the tasks running in it, and
+    the busy time inside a segment is a difference of the busy time's running integral, read
+    for every segment at once (NumPy). The cost grows with kernels plus tasks, not with their
+    product, and holds the GIL that the worker's task thread needs for a few milliseconds."""
+    import numpy as np
+
     result = Attributed(by_task={t.key: Usage() for t in tasks})
-    edges = sorted({t.start for t in tasks} | {t.stop for t in tasks})
     readings = list(busy)
-    whole = union(b for b in readings if b.level >= 1)  # kernels at once are one busy GPU
-    for b in whole + [b for b in readings if b.level < 1]:
-        if b.end <= b.start or b.level <= 0:
+    # seconds from the first moment in view: running sums of wall-clock seconds (1.8e9) would
+    # lose the microseconds that many short kernels add up to
+    origin = min([t.start for t in tasks] + [b.start for b in readings], default=0.0)
+    edges = np.array(sorted({t.start for t in tasks} | {t.stop for t in tasks}), dtype=float)
+    running = _segments(tasks, edges)
+    edges -= origin
+    whole = [b for b in readings if b.level >= 1]
+    partial = [b for b in readings if 0 < b.level < 1 and b.end > b.start]
+    total = 0.0
+    within = np.zeros(max(len(edges) - 1, 0))
+    if whole:
+        starts, ends = _merged(
+            np.fromiter((b.start for b in whole), float, len(whole)) - origin,
+            np.fromiter((b.end for b in whole), float, len(whole)) - origin,
+        )
+        total += float((ends - starts).sum())
+        within += np.diff(_integral(edges, starts, ends, np.ones(len(starts))))
+    if partial:
+        starts = np.array([b.start for b in partial]) - origin
+        ends = np.array([b.end for b in partial]) - origin
+        levels = np.array([b.level for b in partial])
+        total += float(((ends - starts) * levels).sum())
+        within += np.diff(_integral(edges, starts, ends, levels))
+    claimed = 0.0
+    for segment, members in enumerate(running):
+        seconds = float(within[segment])
+        if not members or seconds <= 0:
             continue
-        points = [
-            b.start,
-            *edges[bisect.bisect_right(edges, b.start) : bisect.bisect_left(edges, b.end)],
-            b.end,
-        ]
-        for lo, hi in itertools.pairwise(points):
-            seconds = (hi - lo) * b.level
-            if seconds <= 0:
-                continue
-            running = _running(tasks, (lo + hi) / 2)
-            if not running:
-                result.unclaimed.gpu_seconds += seconds
-            for t in running:
-                result.by_task[t.key].gpu_seconds += seconds / len(running)
-    for c in copies:
-        running = _running(tasks, c.start)
-        targets = [result.by_task[t.key] for t in running] or [result.unclaimed]
+        claimed += seconds
+        for t in members:
+            result.by_task[t.key].gpu_seconds += seconds / len(members)
+    result.unclaimed.gpu_seconds += max(total - claimed, 0.0)
+    moved = list(copies)
+    at = np.searchsorted(edges, [c.start - origin for c in moved], side="right") - 1
+    for c, segment in zip(moved, at.tolist(), strict=True):
+        members = running[segment] if 0 <= segment < len(running) else []
+        targets = [result.by_task[t.key] for t in members] or [result.unclaimed]
         share = c.nbytes // len(targets)
         for usage in targets:
             if c.direction == "htod":
@@ -128,5 +156,50 @@ def attribute(
     return result
 
 
-def _running(tasks: Sequence[TaskRun], moment: float) -> list[TaskRun]:
-    return [t for t in tasks if t.start <= moment < t.stop]
+def _segments(tasks: Sequence[TaskRun], edges: Floats) -> list[list[TaskRun]]:
+    """The tasks running in each segment between consecutive ``edges`` (a task runs over
+    ``[start, stop)``)."""
+    import numpy as np
+
+    out: list[list[TaskRun]] = [[] for _ in range(max(len(edges) - 1, 0))]
+    for t in tasks:
+        first = int(np.searchsorted(edges, t.start))
+        last = int(np.searchsorted(edges, t.stop))
+        for segment in range(first, last):
+            out[segment].append(t)
+    return out
+
+
+def _merged(starts: Floats, ends: Floats) -> tuple[Floats, Floats]:
+    """Intervals that overlap or touch merged (:func:`union`), as sorted arrays."""
+    import numpy as np
+
+    keep = ends > starts
+    order = np.argsort(starts[keep], kind="stable")
+    s, e = starts[keep][order], ends[keep][order]
+    if not len(s):
+        return s, e
+    reach = np.maximum.accumulate(e)
+    fresh = np.r_[True, s[1:] > reach[:-1]]
+    first = np.flatnonzero(fresh)
+    return s[first], np.maximum.reduceat(e, first)
+
+
+def _integral(points: Floats, starts: Floats, ends: Floats, levels: Floats) -> Floats:
+    """The busy time from the beginning of time up to each of ``points``: the sum over
+    intervals of ``level`` times the part of the interval before the point."""
+    import numpy as np
+
+    out = np.zeros(len(points))
+    if not len(points) or not len(starts):
+        return out
+    # each interval adds level·(t - start) from its start, and takes level·(t - end) from its
+    # end: two sorted ramps, summed at the points with running sums
+    for at, sign in ((starts, 1.0), (ends, -1.0)):
+        order = np.argsort(at, kind="stable")
+        where, weight = at[order], sign * levels[order]
+        slope = np.r_[0.0, np.cumsum(weight)]
+        offset = np.r_[0.0, np.cumsum(weight * where)]
+        k = np.searchsorted(where, points, side="right")
+        out += slope[k] * points - offset[k]
+    return out

@@ -5,11 +5,15 @@ fine performance metrics and the scheduler's events, and ``%gpu_cluster profile`
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from typing import Any
 
 import pytest
 import stand_in_gpu
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from stand_in_gpu import StandInGpu
 from support import cpu_cluster_client, wait_until
 
@@ -57,6 +61,72 @@ def test_copies_go_to_the_task_running_when_they_began_by_direction() -> None:
     assert (found.by_task["a"].htod, found.by_task["a"].dtoh) == (100, 0)
     assert (found.by_task["b"].htod, found.by_task["b"].dtoh) == (0, 40)
     assert found.unclaimed.htod == 7
+
+
+def _attributed_by_search(
+    tasks: list[TaskRun], busy: list[Busy], copies: list[Copy]
+) -> dict[str, tuple[float, int, int]]:
+    """The rule of the module's docstring, the slow way: every moment between two edges asks
+    which tasks ran at its middle."""
+    out = {t.key: [0.0, 0, 0] for t in tasks} | {"": [0.0, 0, 0]}
+    edges = sorted({t.start for t in tasks} | {t.stop for t in tasks})
+
+    def running(moment: float) -> list[str]:
+        return [t.key for t in tasks if t.start <= moment < t.stop]
+
+    for b in union(b for b in busy if b.level >= 1) + [b for b in busy if b.level < 1]:
+        points = [b.start, *(e for e in edges if b.start < e < b.end), b.end]
+        for lo, hi in itertools.pairwise(points):
+            keys = running((lo + hi) / 2) or [""]
+            for key in keys:
+                out[key][0] += (hi - lo) * b.level / len(keys)
+    for c in copies:
+        keys = running(c.start) or [""]
+        for key in keys:
+            out[key][1 if c.direction == "htod" else 2] += c.nbytes // len(keys)
+    return {k: (v[0], v[1], v[2]) for k, v in out.items()}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(1, 15)), max_size=8),
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 10), st.sampled_from([1.0, 0.5, 0.25])),
+        max_size=30,
+    ),
+    st.lists(st.tuples(st.integers(0, 60), st.sampled_from(["htod", "dtoh"])), max_size=6),
+)
+def test_the_sweep_gives_what_asking_each_moment_gives(
+    spans: list[tuple[int, int]],
+    kernels: list[tuple[int, int, float]],
+    moved: list[tuple[int, str]],
+) -> None:
+    # seconds on the wall clock, as the worker has them, in whole quarters: edges that meet
+    # exactly, as a worker's back-to-back tasks do
+    now = 1.8e9
+    tasks = [run(f"t{i}", now + a / 4, now + (a + n) / 4) for i, (a, n) in enumerate(spans)]
+    busy = [Busy(now + a / 4, now + (a + n) / 4, level) for a, n, level in kernels]
+    copies = [Copy(now + a / 4, 1000, d) for a, d in moved]  # type: ignore[arg-type]
+    found = attribute(tasks, busy, copies)
+    expected = _attributed_by_search(tasks, busy, copies)
+    for key, usage in [*found.by_task.items(), ("", found.unclaimed)]:
+        seconds, htod, dtoh = expected[key]
+        assert usage.gpu_seconds == pytest.approx(seconds, abs=1e-9), key
+        assert (usage.htod, usage.dtoh) == (htod, dtoh), key
+
+
+def test_a_second_of_many_short_kernels_on_the_wall_clock_sums_to_the_microsecond() -> None:
+    # a pipeline of small cuDF kernels: 20,000 of 10 µs in a task of one second, at today's
+    # wall-clock seconds, where a running sum of the times themselves loses milliseconds
+    start = time.time()
+    kernels = [Busy(start + i * 50e-6, start + i * 50e-6 + 10e-6) for i in range(20_000)]
+    found = attribute([run("a", start, start + 1.0), run("b", start + 1.0, start + 2.0)], kernels)
+    # the kernels' own durations, as these floats hold them (about 0.2 s)
+    assert found.by_task["a"].gpu_seconds == pytest.approx(
+        math.fsum(b.end - b.start for b in kernels), abs=1e-6
+    )
+    assert found.by_task["b"].gpu_seconds == 0.0
+    assert found.unclaimed.gpu_seconds == pytest.approx(0.0, abs=1e-6)
 
 
 def test_a_workers_event_counts_in_one_stretch_only_where_its_last_task_ended() -> None:
