@@ -105,25 +105,23 @@ class StandInGpu:
     # -- as NVML ----------------------------------------------------------------------------
 
     def nvml_sampler(self, pid: int) -> Any:
-        """Samples of ``pid`` for each finished period: the share of it the kernels covered."""
+        """``pid``'s utilisation as NVML gives it (seen on an H200, driver 580): a call returns at
+        most one sample per process, stamped at the end of the driver's last finished period,
+        whose value is the share of the time since ``since`` (the caller's last seen stamp) the
+        kernels covered; a process that has a GPU context gets a sample even when idle."""
         origin = time.time()
 
         def sample(since: int) -> list[tuple[int, int, float]]:
-            now = time.time()
-            out = []
-            n = int((now - origin) / PERIOD)
+            n = int((time.time() - origin) / PERIOD)
+            end = origin + n * PERIOD
+            stamp = int(end * 1e6)
+            if n == 0 or stamp <= since:
+                return []
+            lo = max(since / 1e6, origin)
             with self.lock:
                 kernels = list(self.kernels)
-            for i in range(1, n + 1):
-                end = origin + i * PERIOD
-                stamp = int(end * 1e6)
-                if stamp <= since:
-                    continue
-                lo = end - PERIOD
-                busy = sum(max(0.0, min(b, end) - max(a, lo)) for a, b in kernels)
-                if busy > 0:
-                    out.append((pid, stamp, round(100 * busy / PERIOD)))
-            return out
+            busy = sum(max(0.0, min(b, end) - max(a, lo)) for a, b in kernels)
+            return [(pid, stamp, round(100 * busy / (end - lo)))]
 
         return sample
 

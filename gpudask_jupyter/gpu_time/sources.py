@@ -121,48 +121,71 @@ Sampler = Callable[[int], list[tuple[int, int, float]]]
 
 class NvmlSource:
     """This process's utilisation samples from NVML on the GPU it computes on. ``sampler`` is
-    :func:`nvml_sampler`'s result (or a stand-in). A sample's period is the time since the one
-    before it, at most the usual period (a process NVML saw idle has no samples between)."""
+    :func:`nvml_sampler`'s result (or a stand-in).
+
+    NVML answers a call with at most one sample per process, whose value is the share of the
+    time since the caller's last seen stamp that a kernel of the process ran (seen on an H200:
+    read once, 3.5 s after a 2 s kernel began, it gave one sample of 56%). A sample therefore
+    covers the time since the one before it, not one period; and a source read once a second
+    would see only that second's average. So a thread of the source asks every ``poll`` seconds,
+    a fraction of the driver's period (a fifth of a second there), and :meth:`read` hands over
+    what it gathered: busy levels of about one period each."""
 
     name = "NVML samples"
 
-    def __init__(self, sampler: Sampler, pid: int | None = None) -> None:
+    def __init__(self, sampler: Sampler, pid: int | None = None, poll: float = 0.05) -> None:
         self._sample = sampler
         self._pid = os.getpid() if pid is None else pid
         self._since = int(time.time() * 1e6)
-        self._last: int | None = None
         self._gaps: list[float] = []
+        self._lock = threading.Lock()
+        self._gathered: list[Busy] = []
         self.resolution = DEFAULT_PERIOD
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(
+            target=self._poll, args=(poll,), name="gpudask-nvml-samples", daemon=True
+        )
+        self._thread.start()
+
+    def _poll(self, seconds: float) -> None:
+        while not self._stopped.wait(seconds):
+            try:
+                self._gather()
+            except Exception:  # the next call may answer; read() says nothing is missing
+                log.debug("NVML's samples were not read", exc_info=True)
+
+    def _gather(self) -> None:
+        with self._lock:
+            found = sorted(
+                (stamp, busy)
+                for pid, stamp, busy in self._sample(self._since)
+                if pid == self._pid and stamp > self._since
+            )
+            for stamp, busy in found:
+                gap = (stamp - self._since) / 1e6
+                if gap < 1:  # asked often enough: the driver's period
+                    self._gaps = [*self._gaps[-49:], gap]
+                    self.resolution = statistics.median(self._gaps)
+                if busy > 0:
+                    self._gathered.append(
+                        Busy(self._since / 1e6, stamp / 1e6, min(1.0, busy / 100))
+                    )
+                self._since = stamp
 
     def read(self) -> Reading:
         now = time.time()
-        found = sorted(
-            (stamp, busy) for pid, stamp, busy in self._sample(self._since) if pid == self._pid
-        )
-        out = Reading()
-        for stamp, busy in found:
-            if self._last is not None and stamp <= self._last:
-                continue
-            period = self.resolution
-            if self._last is not None:
-                gap = (stamp - self._last) / 1e6
-                if gap < 2:  # successive samples of a busy process: the driver's period
-                    self._gaps = [*self._gaps[-49:], gap]
-                    self.resolution = statistics.median(self._gaps)
-                period = min(gap, self.resolution)
-            end = stamp / 1e6
-            if busy > 0:
-                out.busy.append(Busy(end - period, end, min(1.0, busy / 100)))
-            self._last = stamp
-        if self._last is not None:
-            self._since = self._last
-        # a period's sample comes within a period or so of its end; a process without samples
-        # for a period was idle in it, as far as NVML says
-        out.covered = max(self._since / 1e6, now - 2 * self.resolution)
-        return out
+        self._gather()
+        with self._lock:
+            busy, self._gathered = self._gathered, []
+            since = self._since / 1e6
+        # the sample of a period comes at its end: up to a period or so later, nothing is
+        # missing that a sample will still add
+        return Reading(busy=busy, covered=max(since, now - 2 * self.resolution))
 
     def close(self) -> None:
-        pass
+        self._stopped.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
 
 
 def nvml_sampler(device: str | int) -> Sampler:

@@ -179,7 +179,34 @@ def test_nvml_samples_become_busy_levels_over_their_periods() -> None:
     found = attribute([run("a", start, stop)], busy)
     assert found.by_task["a"].gpu_seconds == pytest.approx(0.3 + 0.15 + 0.3, rel=0.25)
     assert all(0 < b.level <= 1 for b in busy)
-    assert NvmlSource(gpu.nvml_sampler(pid=1), pid=4242).read().busy == []  # another pid's
+    source.close()
+    other = NvmlSource(gpu.nvml_sampler(pid=1), pid=4242)
+    assert other.read().busy == []  # another pid's
+    other.close()
+
+
+def test_nvml_read_once_after_the_work_still_places_it_within_a_period() -> None:
+    # NVML gives one sample per call, averaged since the last one seen: a worker that read it
+    # once a second would spread a busy half-second over the whole second
+    gpu = StandInGpu()
+    source = NvmlSource(gpu.nvml_sampler(pid=4242), pid=4242)
+    start = time.time()
+    gpu.kernel(0.6)
+    middle = time.time()
+    gpu.kernel(0.6, duty=0.0)
+    stop = time.time()
+    busy: list[Busy] = []
+
+    def read() -> bool | None:  # the first read since the work began, and any until covered
+        reading = source.read()
+        busy.extend(reading.busy)
+        return reading.covered >= stop or None
+
+    wait_until(read, 5, "the samples of the work")
+    source.close()
+    found = attribute([run("busy", start, middle), run("idle", middle, stop)], busy)
+    assert found.by_task["busy"].gpu_seconds == pytest.approx(0.6, rel=0.25)
+    assert found.by_task["idle"].gpu_seconds == pytest.approx(0.0, abs=0.6 * 0.25)
 
 
 def test_memory_peaks_are_above_the_windows_start_and_a_replaced_resource_is_unknown() -> None:
