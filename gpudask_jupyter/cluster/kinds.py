@@ -252,6 +252,15 @@ class Started(KindBase):
         session.note_room()
 
     def restart(self, session: ClusterSession, timeout: float) -> None:
+        asked = len(self.cluster.worker_spec)
+        if asked and not session.workers():
+            # every worker ended and no nanny is left to bring one back (a task they could not
+            # unpickle: .stranded): the scheduler would restart nothing, so the workers start
+            # anew first, with this kernel's module path of now; the restart then forgets the
+            # tasks, as it does for workers that were there
+            self.cluster.scale(0)  # the ended nannies go first: the same names come back
+            wait_for_count(lambda: len(self.cluster.workers), 0, timeout)
+            self.scale(session, asked)
         session.client.restart(timeout=timeout)
         session.pids.note(self.cluster)
         session.note_room()

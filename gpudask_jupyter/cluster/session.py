@@ -241,6 +241,7 @@ class ClusterSession:
         session.note_room()
         _record_tasks(client)
         gpu_time.install(client)
+        _watch_stranded(cluster)
         session._register()
         return session
 
@@ -786,6 +787,17 @@ def _launched(plan: StartPlan, kernel: str) -> tuple[Any, Any, Any]:
             registry.remove(kernel)  # the TLS files written for it
             raise
     return client, cluster, tls_files
+
+
+def _watch_stranded(cluster: Any) -> None:
+    """Have the new scheduler fail, with a sentence, the tasks of a cluster whose workers all
+    ended and none comes back (:mod:`.stranded`); without it such a cell waits forever."""
+    from . import stranded  # lazy: its plugin class is distributed's, imported with a cluster
+
+    try:
+        stranded.watch(cluster)
+    except Exception:
+        log.warning("the new scheduler will not say why its workers all ended", exc_info=True)
 
 
 def _record_tasks(client: Any) -> None:

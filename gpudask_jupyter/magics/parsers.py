@@ -321,7 +321,8 @@ def scale() -> None:
 
 @ma.magic_arguments(name="gpu_cluster restart")
 def restart() -> None:
-    """Restart every worker, freeing their host and GPU memory; the cluster stays."""
+    """Restart every worker, freeing their host and GPU memory; the cluster stays. Workers of a
+    cluster this kernel started that all ended start again, with the kernel's module path."""
 
 
 @ma.magic_arguments(name="gpu_cluster stop")
