@@ -126,11 +126,10 @@ class NvmlSource:
     NVML answers a call with at most one sample per process, whose value is the share of the
     time since the caller's last seen stamp that a kernel of the process ran (seen on an H200:
     read once, a while after a kernel began, it gave one sample of the kernel's share of that
-    while). A sample therefore
-    covers the time since the one before it, not one period; and a source read once a second
-    would see only that second's average. So a thread of the source asks every ``poll`` seconds,
-    a fraction of the driver's period (a fifth of a second there), and :meth:`read` hands over
-    what it gathered: busy levels of about one period each."""
+    while). A sample therefore covers the time since the one before it, not one period, and a
+    source read once a second would see only that second's average. So a thread of the source
+    asks every ``poll`` seconds, a fraction of the driver's period (a fifth of a second there),
+    and :meth:`read` hands over what it gathered: busy levels of about one period each."""
 
     name = "NVML samples"
 
